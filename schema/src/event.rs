@@ -1,0 +1,377 @@
+//! The events of one thread's stream, as the rest of cachescope sees them.
+//!
+//! On disk events are columns (see [`crate::columns`]); in memory they are this small `Copy`
+//! enum so that decode loops and simulators can work on plain slices.
+
+use std::fmt;
+use std::num::NonZeroU64;
+
+use serde::Serialize;
+
+/// A thread id as recorded (0 is the program's initial thread).
+pub type ThreadId = u32;
+
+/// A code position: the address of the instruction that caused an event (never 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct CodePos(pub NonZeroU64);
+
+impl CodePos {
+    /// A code position from an address; `None` for address 0 (unknown).
+    pub fn new(addr: u64) -> Option<Self> {
+        NonZeroU64::new(addr).map(CodePos)
+    }
+
+    /// The instruction address.
+    pub fn addr(self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl fmt::Display for CodePos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// What a memory access does to the addressed bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    /// A data read.
+    Load,
+    /// A data write.
+    Store,
+    /// An atomic read-modify-write (e.g. `lock add`, compare-exchange).
+    AtomicRmw,
+    /// A non-atomic read then write of the same bytes by one instruction (Valgrind's `M`).
+    Modify,
+    /// An instruction fetch.
+    Fetch,
+}
+
+impl AccessKind {
+    /// All access kinds, in opcode order.
+    pub const ALL: [AccessKind; 5] = [
+        AccessKind::Load,
+        AccessKind::Store,
+        AccessKind::AtomicRmw,
+        AccessKind::Modify,
+        AccessKind::Fetch,
+    ];
+
+    /// Whether the access reads the addressed bytes.
+    pub fn reads(self) -> bool {
+        !matches!(self, AccessKind::Store)
+    }
+
+    /// Whether the access writes the addressed bytes.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            AccessKind::Store | AccessKind::AtomicRmw | AccessKind::Modify
+        )
+    }
+}
+
+/// One memory access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// What the access does.
+    pub kind: AccessKind,
+    /// Number of bytes accessed (at least 1).
+    pub size: u32,
+    /// First byte address.
+    pub addr: u64,
+    /// The instruction that made the access, when the recorder knows it.
+    pub pc: Option<CodePos>,
+}
+
+/// One event of a thread's stream, in program order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// A memory access.
+    Access(Access),
+    /// The thread executed `units` time units (see the header's time unit) and `flops`
+    /// floating-point operations since the previous advance.
+    Advance {
+        /// Time units executed.
+        units: u64,
+        /// Floating-point operations executed (0 when unknown).
+        flops: u64,
+    },
+    /// The thread arrived at a barrier that `participants` threads must reach.
+    BarrierEnter {
+        /// Barrier object (usually its address).
+        barrier: u64,
+        /// Number of threads the barrier waits for.
+        participants: u32,
+    },
+    /// The thread left a barrier.
+    BarrierLeave {
+        /// Barrier object.
+        barrier: u64,
+    },
+    /// The thread acquired a lock; `order` numbers the acquisitions of this lock 0, 1, 2, ...
+    /// in the order they happened during recording.
+    LockAcquire {
+        /// Lock object (usually its address).
+        lock: u64,
+        /// Acquisition number of this lock.
+        order: u64,
+    },
+    /// The thread released a lock.
+    LockRelease {
+        /// Lock object.
+        lock: u64,
+    },
+    /// The thread created thread `child`.
+    ThreadCreate {
+        /// The new thread.
+        child: ThreadId,
+    },
+    /// First event of a created thread: it starts no earlier than its creation.
+    ThreadStart,
+    /// Last event of a thread.
+    ThreadExit,
+    /// The thread waited for thread `child` to exit.
+    ThreadJoin {
+        /// The joined thread.
+        child: ThreadId,
+    },
+    /// A parallel region (e.g. `#pragma omp parallel`) began with `team` threads.
+    RegionBegin {
+        /// Region id (e.g. the outlined function's address).
+        region: u64,
+        /// Team size.
+        team: u32,
+    },
+    /// A parallel region ended.
+    RegionEnd {
+        /// Region id.
+        region: u64,
+    },
+    /// A heap block was allocated.
+    Alloc {
+        /// Block start.
+        addr: u64,
+        /// Block size in bytes.
+        size: u64,
+        /// The allocation site.
+        site: Option<CodePos>,
+    },
+    /// A heap block was freed.
+    Free {
+        /// Block start.
+        addr: u64,
+    },
+}
+
+/// The kind of an event without its data, for counting and filtering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// [`AccessKind::Load`].
+    Load,
+    /// [`AccessKind::Store`].
+    Store,
+    /// [`AccessKind::AtomicRmw`].
+    AtomicRmw,
+    /// [`AccessKind::Modify`].
+    Modify,
+    /// [`AccessKind::Fetch`].
+    Fetch,
+    /// [`Event::Advance`].
+    Advance,
+    /// [`Event::BarrierEnter`].
+    BarrierEnter,
+    /// [`Event::BarrierLeave`].
+    BarrierLeave,
+    /// [`Event::LockAcquire`].
+    LockAcquire,
+    /// [`Event::LockRelease`].
+    LockRelease,
+    /// [`Event::ThreadCreate`].
+    ThreadCreate,
+    /// [`Event::ThreadStart`].
+    ThreadStart,
+    /// [`Event::ThreadExit`].
+    ThreadExit,
+    /// [`Event::ThreadJoin`].
+    ThreadJoin,
+    /// [`Event::RegionBegin`].
+    RegionBegin,
+    /// [`Event::RegionEnd`].
+    RegionEnd,
+    /// [`Event::Alloc`].
+    Alloc,
+    /// [`Event::Free`].
+    Free,
+}
+
+impl EventKind {
+    /// Number of event kinds.
+    pub const COUNT: usize = 18;
+
+    /// All kinds, in opcode order (the index is the on-disk opcode).
+    pub const ALL: [EventKind; Self::COUNT] = [
+        EventKind::Load,
+        EventKind::Store,
+        EventKind::AtomicRmw,
+        EventKind::Modify,
+        EventKind::Fetch,
+        EventKind::Advance,
+        EventKind::BarrierEnter,
+        EventKind::BarrierLeave,
+        EventKind::LockAcquire,
+        EventKind::LockRelease,
+        EventKind::ThreadCreate,
+        EventKind::ThreadStart,
+        EventKind::ThreadExit,
+        EventKind::ThreadJoin,
+        EventKind::RegionBegin,
+        EventKind::RegionEnd,
+        EventKind::Alloc,
+        EventKind::Free,
+    ];
+
+    /// The kind's snake_case name, as used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Load => "load",
+            EventKind::Store => "store",
+            EventKind::AtomicRmw => "atomic_rmw",
+            EventKind::Modify => "modify",
+            EventKind::Fetch => "fetch",
+            EventKind::Advance => "advance",
+            EventKind::BarrierEnter => "barrier_enter",
+            EventKind::BarrierLeave => "barrier_leave",
+            EventKind::LockAcquire => "lock_acquire",
+            EventKind::LockRelease => "lock_release",
+            EventKind::ThreadCreate => "thread_create",
+            EventKind::ThreadStart => "thread_start",
+            EventKind::ThreadExit => "thread_exit",
+            EventKind::ThreadJoin => "thread_join",
+            EventKind::RegionBegin => "region_begin",
+            EventKind::RegionEnd => "region_end",
+            EventKind::Alloc => "alloc",
+            EventKind::Free => "free",
+        }
+    }
+
+    /// The on-disk opcode of this kind.
+    pub fn opcode(self) -> u8 {
+        self as u8
+    }
+}
+
+impl Event {
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::Access(a) => match a.kind {
+                AccessKind::Load => EventKind::Load,
+                AccessKind::Store => EventKind::Store,
+                AccessKind::AtomicRmw => EventKind::AtomicRmw,
+                AccessKind::Modify => EventKind::Modify,
+                AccessKind::Fetch => EventKind::Fetch,
+            },
+            Event::Advance { .. } => EventKind::Advance,
+            Event::BarrierEnter { .. } => EventKind::BarrierEnter,
+            Event::BarrierLeave { .. } => EventKind::BarrierLeave,
+            Event::LockAcquire { .. } => EventKind::LockAcquire,
+            Event::LockRelease { .. } => EventKind::LockRelease,
+            Event::ThreadCreate { .. } => EventKind::ThreadCreate,
+            Event::ThreadStart => EventKind::ThreadStart,
+            Event::ThreadExit => EventKind::ThreadExit,
+            Event::ThreadJoin { .. } => EventKind::ThreadJoin,
+            Event::RegionBegin { .. } => EventKind::RegionBegin,
+            Event::RegionEnd { .. } => EventKind::RegionEnd,
+            Event::Alloc { .. } => EventKind::Alloc,
+            Event::Free { .. } => EventKind::Free,
+        }
+    }
+
+    /// Shorthand for a load without code position.
+    pub fn load(addr: u64, size: u32) -> Self {
+        Event::Access(Access {
+            kind: AccessKind::Load,
+            size,
+            addr,
+            pc: None,
+        })
+    }
+
+    /// Shorthand for a store without code position.
+    pub fn store(addr: u64, size: u32) -> Self {
+        Event::Access(Access {
+            kind: AccessKind::Store,
+            size,
+            addr,
+            pc: None,
+        })
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.kind().name();
+        match *self {
+            Event::Access(a) => {
+                write!(f, "{name:<13} {:#014x} size {}", a.addr, a.size)?;
+                if let Some(pc) = a.pc {
+                    write!(f, " pc {pc}")?;
+                }
+                Ok(())
+            }
+            Event::Advance { units, flops } => {
+                write!(f, "{name:<13} {units} units")?;
+                if flops > 0 {
+                    write!(f, ", {flops} flops")?;
+                }
+                Ok(())
+            }
+            Event::BarrierEnter {
+                barrier,
+                participants,
+            } => write!(f, "{name:<13} {barrier:#x} of {participants}"),
+            Event::BarrierLeave { barrier } => write!(f, "{name:<13} {barrier:#x}"),
+            Event::LockAcquire { lock, order } => write!(f, "{name:<13} {lock:#x} #{order}"),
+            Event::LockRelease { lock } => write!(f, "{name:<13} {lock:#x}"),
+            Event::ThreadCreate { child } | Event::ThreadJoin { child } => {
+                write!(f, "{name:<13} thread {child}")
+            }
+            Event::ThreadStart | Event::ThreadExit => write!(f, "{name}"),
+            Event::RegionBegin { region, team } => {
+                write!(f, "{name:<13} {region:#x} team {team}")
+            }
+            Event::RegionEnd { region } => write!(f, "{name:<13} {region:#x}"),
+            Event::Alloc { addr, size, site } => {
+                write!(f, "{name:<13} {addr:#014x} size {size}")?;
+                if let Some(site) = site {
+                    write!(f, " site {site}")?;
+                }
+                Ok(())
+            }
+            Event::Free { addr } => write!(f, "{name:<13} {addr:#014x}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_stays_small() {
+        // Decode loops write one Event per input event; keep it at 32 bytes.
+        assert!(std::mem::size_of::<Event>() <= 32);
+    }
+
+    #[test]
+    fn opcodes_follow_all_order() {
+        for (i, k) in EventKind::ALL.iter().enumerate() {
+            assert_eq!(k.opcode() as usize, i);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The global order of all events: (time, thread id), with clocks aligned at sync events.
+//!
+//! Each thread has a logical clock in the header's time unit. Events are released in
+//! ascending (clock, thread id) order, and sync events align clocks:
+//!
+//! * a barrier's participants all leave at the maximum of their enter times;
+//! * acquisition #k of a lock waits for the release after acquisition #k−1 and happens no
+//!   earlier than it (acquisitions keep their recorded order);
+//! * a created thread starts no earlier than its creator's `ThreadCreate`;
+//! * a join happens no earlier than the joined thread's exit (or the end of its stream).
+//!
+//! A thread that waits is parked without consuming its event and re-examined when woken, so
+//! the order depends on the trace alone — never on recording wall-clock order or the host.
+//! Sync that can never be satisfied is reported as a [`ErrorKind::Deadlock`] error naming
+//! every waiting thread.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use serde::Serialize;
+
+use crate::error::{ErrorKind, Result, TraceError};
+use crate::event::{Event, ThreadId};
+use crate::reader::ThreadCursor;
+use crate::record::TimeUnit;
+
+/// An event with its thread and aligned global time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TimedEvent {
+    /// Aligned time at which the event happens.
+    pub time: u64,
+    /// The thread.
+    pub thread: ThreadId,
+    /// The event.
+    #[serde(skip)]
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Runnable,
+    Barrier(u64),
+    Lock { lock: u64, order: u64 },
+    Start,
+    Join(ThreadId),
+    Done,
+}
+
+struct ThreadState {
+    cursor: ThreadCursor,
+    clock: u64,
+    wait: Wait,
+}
+
+#[derive(Default)]
+struct BarrierState {
+    participants: u32,
+    arrived: Vec<usize>,
+    latest_enter: u64,
+}
+
+#[derive(Default)]
+struct LockState {
+    next_order: u64,
+    holder: Option<usize>,
+    release_time: u64,
+    waiters: BTreeMap<u64, usize>,
+}
+
+/// Iterator over all events in global order. Stops after the first error.
+pub struct MergedEvents {
+    threads: Vec<ThreadState>,
+    slot: HashMap<ThreadId, usize>,
+    ready: BinaryHeap<Reverse<(u64, ThreadId, usize)>>,
+    current: Option<usize>,
+    barriers: HashMap<u64, BarrierState>,
+    locks: HashMap<u64, LockState>,
+    created: HashMap<ThreadId, u64>,
+    exited: HashMap<ThreadId, u64>,
+    access_cost: u64,
+    finished: bool,
+}
+
+impl MergedEvents {
+    /// Merges the given thread cursors (one per thread).
+    pub fn new(cursors: Vec<ThreadCursor>, unit: TimeUnit) -> Self {
+        let mut ready = BinaryHeap::new();
+        let mut slot = HashMap::new();
+        let threads: Vec<ThreadState> = cursors
+            .into_iter()
+            .enumerate()
+            .map(|(i, cursor)| {
+                slot.insert(cursor.thread(), i);
+                ready.push(Reverse((0, cursor.thread(), i)));
+                ThreadState {
+                    cursor,
+                    clock: 0,
+                    wait: Wait::Runnable,
+                }
+            })
+            .collect();
+        MergedEvents {
+            threads,
+            slot,
+            ready,
+            current: None,
+            barriers: HashMap::new(),
+            locks: HashMap::new(),
+            created: HashMap::new(),
+            exited: HashMap::new(),
+            access_cost: unit.access_cost(),
+            finished: false,
+        }
+    }
+
+    fn wake(&mut self, i: usize, not_before: u64) {
+        let t = &mut self.threads[i];
+        t.clock = t.clock.max(not_before);
+        t.wait = Wait::Runnable;
+        self.ready
+            .push(Reverse((t.clock, t.cursor.thread(), i)));
+    }
+
+    fn fail(&self, i: usize, kind: ErrorKind, msg: String) -> TraceError {
+        TraceError::new(kind, msg).in_thread(self.threads[i].cursor.thread())
+    }
+
+    fn park(&mut self, i: usize, wait: Wait) {
+        self.threads[i].cursor.unread();
+        self.threads[i].wait = wait;
+    }
+
+    fn thread_exited(&mut self, i: usize) {
+        let tid = self.threads[i].cursor.thread();
+        let at = self.threads[i].clock;
+        self.exited.entry(tid).or_insert(at);
+        let joiners: Vec<usize> = (0..self.threads.len())
+            .filter(|&j| self.threads[j].wait == Wait::Join(tid))
+            .collect();
+        for j in joiners {
+            self.wake(j, at);
+        }
+    }
+
+    /// Processes thread `i`'s next event. `Ok(None)` when the thread parked or ended.
+    fn step(&mut self, i: usize) -> Result<Option<TimedEvent>> {
+        let Some(event) = self.threads[i].cursor.next_event()? else {
+            self.threads[i].wait = Wait::Done;
+            self.thread_exited(i);
+            return Ok(None);
+        };
+        let tid = self.threads[i].cursor.thread();
+        let time = self.threads[i].clock;
+        match event {
+            Event::Access(_) => self.threads[i].clock = time.wrapping_add(self.access_cost),
+            Event::Advance { units, .. } => self.threads[i].clock = time.wrapping_add(units),
+            Event::ThreadStart => match self.created.get(&tid) {
+                Some(&at) => self.threads[i].clock = time.max(at),
+                None => {
+                    self.park(i, Wait::Start);
+                    return Ok(None);
+                }
+            },
+            Event::ThreadCreate { child } => {
+                self.created.entry(child).or_insert(time);
+                if let Some(&j) = self.slot.get(&child) {
+                    if self.threads[j].wait == Wait::Start {
+                        self.wake(j, time);
+                    }
+                }
+            }
+            Event::ThreadJoin { child } => {
+                if let Some(&at) = self.exited.get(&child) {
+                    self.threads[i].clock = time.max(at);
+                } else if self.slot.contains_key(&child) {
+                    self.park(i, Wait::Join(child));
+                    return Ok(None);
+                } else {
+                    tracing::warn!("thread {tid} joins thread {child}, which has no events");
+                }
+            }
+            Event::ThreadExit => self.thread_exited(i),
+            Event::LockAcquire { lock, order } => {
+                let st = self.locks.entry(lock).or_default();
+                if st.holder.is_none() && st.next_order == order {
+                    st.holder = Some(i);
+                    let at = st.release_time;
+                    self.threads[i].clock = time.max(at);
+                } else {
+                    if st.waiters.insert(order, i).is_some() || order < st.next_order {
+                        return Err(self.fail(
+                            i,
+                            ErrorKind::Inconsistent,
+                            format!("lock {lock:#x} acquisition #{order} recorded twice"),
+                        ));
+                    }
+                    self.park(i, Wait::Lock { lock, order });
+                    return Ok(None);
+                }
+            }
+            Event::LockRelease { lock } => {
+                let st = self.locks.entry(lock).or_default();
+                if st.holder != Some(i) {
+                    return Err(self.fail(
+                        i,
+                        ErrorKind::Inconsistent,
+                        format!("thread {tid} releases lock {lock:#x}, which it does not hold"),
+                    ));
+                }
+                st.holder = None;
+                st.release_time = time;
+                st.next_order += 1;
+                let next = st.next_order;
+                if let Some(j) = st.waiters.remove(&next) {
+                    self.wake(j, time);
+                }
+            }
+            Event::BarrierEnter {
+                barrier,
+                participants,
+            } => {
+                if participants == 0 {
+                    return Err(self.fail(
+                        i,
+                        ErrorKind::Inconsistent,
+                        format!("barrier {barrier:#x} with 0 participants"),
+                    ));
+                }
+                let st = self.barriers.entry(barrier).or_default();
+                if st.arrived.is_empty() {
+                    st.participants = participants;
+                } else if st.participants != participants {
+                    let expected = st.participants;
+                    return Err(self.fail(
+                        i,
+                        ErrorKind::Inconsistent,
+                        format!(
+                            "barrier {barrier:#x}: thread {tid} expects {participants} \
+                             participants, others {expected}"
+                        ),
+                    ));
+                }
+                st.arrived.push(i);
+                st.latest_enter = st.latest_enter.max(time);
+                if st.arrived.len() as u32 == st.participants {
+                    let st = std::mem::take(st);
+                    for j in st.arrived {
+                        if j != i {
+                            self.wake(j, st.latest_enter);
+                        }
+                    }
+                } else {
+                    // The enter itself happens now; the thread then waits for the others.
+                    self.threads[i].wait = Wait::Barrier(barrier);
+                }
+            }
+            Event::BarrierLeave { .. }
+            | Event::RegionBegin { .. }
+            | Event::RegionEnd { .. }
+            | Event::Alloc { .. }
+            | Event::Free { .. } => {}
+        }
+        Ok(Some(TimedEvent {
+            time,
+            thread: tid,
+            event,
+        }))
+    }
+
+    fn deadlock(&self) -> TraceError {
+        let mut waits = Vec::new();
+        for t in &self.threads {
+            let tid = t.cursor.thread();
+            let what = match t.wait {
+                Wait::Runnable | Wait::Done => continue,
+                Wait::Barrier(b) => {
+                    let st = &self.barriers[&b];
+                    format!(
+                        "thread {tid} waits at barrier {b:#x} ({} of {} arrived)",
+                        st.arrived.len(),
+                        st.participants
+                    )
+                }
+                Wait::Lock { lock, order } => format!(
+                    "thread {tid} waits to acquire lock {lock:#x} as #{order} (next is #{})",
+                    self.locks.get(&lock).map_or(0, |l| l.next_order)
+                ),
+                Wait::Start => format!("thread {tid} waits to be created"),
+                Wait::Join(c) => format!("thread {tid} waits to join thread {c}"),
+            };
+            waits.push(what);
+        }
+        TraceError::new(
+            ErrorKind::Deadlock,
+            format!("no thread can continue: {}", waits.join("; ")),
+        )
+    }
+
+    fn next_inner(&mut self) -> Result<Option<TimedEvent>> {
+        loop {
+            let i = match self.current.take() {
+                Some(i) => i,
+                None => match self.ready.pop() {
+                    Some(Reverse((_, _, i))) => i,
+                    None => {
+                        return if self.threads.iter().all(|t| t.wait == Wait::Done) {
+                            Ok(None)
+                        } else {
+                            Err(self.deadlock())
+                        };
+                    }
+                },
+            };
+            let out = self.step(i)?;
+            let t = &self.threads[i];
+            if t.wait == Wait::Runnable {
+                let key = (t.clock, t.cursor.thread(), i);
+                match self.ready.peek() {
+                    Some(Reverse(min)) if *min < key => self.ready.push(Reverse(key)),
+                    _ => self.current = Some(i),
+                }
+            }
+            if let Some(e) = out {
+                return Ok(Some(e));
+            }
+        }
+    }
+}
+
+impl Iterator for MergedEvents {
+    type Item = Result<TimedEvent>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        match self.next_inner() {
+            Ok(Some(e)) => Some(Ok(e)),
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(e) => {
+                self.finished = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

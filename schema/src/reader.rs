@@ -1,0 +1,280 @@
+//! Reading traces: open and index a file, then stream one thread's events in program order
+//! (or all threads merged, see [`crate::merge`]). Only one decoded chunk per thread is held in
+//! memory at a time.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::chunk::ChunkDecoder;
+use crate::error::{ErrorKind, Result, TraceError};
+use crate::event::{Event, ThreadId};
+use crate::frame::FRAME_HEADER_BYTES;
+use crate::merge::MergedEvents;
+use crate::record::{decode_record, ModuleInfo, Record, TraceHeader, Trailer};
+use crate::scan::{scan, ChunkIndex, ThreadSummary};
+
+/// How strictly [`TraceFile::open_with`] treats damage.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Accept a file without trailer or with damage, using every complete chunk before the
+    /// first problem (the problem is kept in [`TraceFile::damage`]).
+    pub allow_incomplete: bool,
+}
+
+/// An opened, indexed trace file.
+pub struct TraceFile {
+    path: PathBuf,
+    file: Arc<File>,
+    header: TraceHeader,
+    late_modules: Vec<ModuleInfo>,
+    chunks: Vec<ChunkIndex>,
+    threads: BTreeMap<ThreadId, ThreadSummary>,
+    trailer: Option<Trailer>,
+    damage: Option<TraceError>,
+    file_len: u64,
+}
+
+impl TraceFile {
+    /// Opens a complete, undamaged trace.
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, OpenOptions::default())
+    }
+
+    /// Opens a trace with the given options. Reads every frame once to check its CRC and
+    /// build the chunk index; event data is decoded later, on demand.
+    pub fn open_with(path: &Path, options: OpenOptions) -> Result<Self> {
+        let file = File::open(path).map_err(|e| TraceError::io(&e).at_path(path))?;
+        let file_len = file
+            .metadata()
+            .map_err(|e| TraceError::io(&e).at_path(path))?
+            .len();
+        let s = scan(BufReader::with_capacity(1 << 20, &file), false, |_, _| {});
+        let damage = s.damage.map(|d| d.at_path(path));
+        let Some(header) = s.header else {
+            return Err(damage.unwrap_or_else(|| {
+                TraceError::new(ErrorKind::Truncated, "no header record").at_path(path)
+            }));
+        };
+        if let Some(d) = &damage {
+            if !options.allow_incomplete {
+                return Err(d.clone());
+            }
+            tracing::warn!("{d}; using the {} complete chunks before it", s.chunks.len());
+        }
+        let mut threads = s.threads;
+        if let Some(t) = &s.trailer {
+            for totals in &t.threads {
+                if let Some(summary) = threads.get_mut(&totals.thread) {
+                    summary.end_time = totals.end_time;
+                }
+            }
+        }
+        Ok(TraceFile {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            header,
+            late_modules: s.late_modules,
+            chunks: s.chunks,
+            threads,
+            trailer: s.trailer,
+            damage,
+            file_len,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The header.
+    pub fn header(&self) -> &TraceHeader {
+        &self.header
+    }
+
+    /// Modules from the header and from later module records.
+    pub fn modules(&self) -> impl Iterator<Item = &ModuleInfo> {
+        self.header.modules.iter().chain(&self.late_modules)
+    }
+
+    /// The trailer (absent in an incomplete trace).
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// The damage that ended reading, when opened with `allow_incomplete`.
+    pub fn damage(&self) -> Option<&TraceError> {
+        self.damage.as_ref()
+    }
+
+    /// File size in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// All chunks in file order.
+    pub fn chunks(&self) -> &[ChunkIndex] {
+        &self.chunks
+    }
+
+    /// Thread ids, ascending.
+    pub fn thread_ids(&self) -> impl Iterator<Item = ThreadId> + '_ {
+        self.threads.keys().copied()
+    }
+
+    /// Per-thread summaries.
+    pub fn threads(&self) -> &BTreeMap<ThreadId, ThreadSummary> {
+        &self.threads
+    }
+
+    /// Total number of events.
+    pub fn event_count(&self) -> u64 {
+        self.threads.values().map(|t| t.events).sum()
+    }
+
+    /// A cursor over one thread's events in program order.
+    pub fn thread_cursor(&self, thread: ThreadId) -> Result<ThreadCursor> {
+        let summary = self.threads.get(&thread).ok_or_else(|| {
+            TraceError::new(ErrorKind::Usage, format!("the trace has no thread {thread}"))
+                .at_path(&self.path)
+        })?;
+        Ok(ThreadCursor {
+            path: self.path.clone(),
+            file: Arc::clone(&self.file),
+            thread,
+            chunks: summary.chunks.iter().map(|&i| self.chunks[i]).collect(),
+            next_chunk: 0,
+            decoder: ChunkDecoder::default(),
+            payload: Vec::new(),
+            events: Vec::new(),
+            pos: 0,
+        })
+    }
+
+    /// One thread's events in program order.
+    pub fn thread_events(&self, thread: ThreadId) -> Result<ThreadEvents> {
+        Ok(ThreadEvents {
+            cursor: self.thread_cursor(thread)?,
+            failed: false,
+        })
+    }
+
+    /// All events of all threads in the global (time, thread) order, with clocks aligned at
+    /// sync events (see [`crate::merge`]).
+    pub fn merged(&self) -> Result<MergedEvents> {
+        let cursors = self
+            .thread_ids()
+            .map(|t| self.thread_cursor(t))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MergedEvents::new(cursors, self.header.time_unit))
+    }
+}
+
+/// Reads one thread's chunks on demand and hands out their events.
+pub struct ThreadCursor {
+    path: PathBuf,
+    file: Arc<File>,
+    thread: ThreadId,
+    chunks: Vec<ChunkIndex>,
+    next_chunk: usize,
+    decoder: ChunkDecoder,
+    payload: Vec<u8>,
+    events: Vec<Event>,
+    pos: usize,
+}
+
+impl ThreadCursor {
+    /// The thread.
+    pub fn thread(&self) -> ThreadId {
+        self.thread
+    }
+
+    /// Decodes the next chunk into `out` (cleared first); `Ok(false)` after the last chunk.
+    /// The chunk-at-a-time path for consumers that want slices, not single events.
+    pub fn next_chunk_into(&mut self, out: &mut Vec<Event>) -> Result<bool> {
+        out.clear();
+        let Some(&c) = self.chunks.get(self.next_chunk) else {
+            return Ok(false);
+        };
+        self.next_chunk += 1;
+        let ctx = |e: TraceError| {
+            e.at_path(&self.path)
+                .at_offset(c.offset)
+                .in_chunk(c.ordinal)
+                .in_thread(c.meta.thread)
+        };
+        self.payload.resize(c.len as usize, 0);
+        self.file
+            .read_exact_at(&mut self.payload, c.offset + FRAME_HEADER_BYTES)
+            .map_err(|e| ctx(TraceError::io(&e)))?;
+        if crc32fast::hash(&self.payload) != c.crc {
+            return Err(ctx(TraceError::new(
+                ErrorKind::ChecksumMismatch,
+                "chunk changed on disk since the trace was opened",
+            )));
+        }
+        match decode_record(&self.payload).map_err(ctx)? {
+            Record::Chunk(chunk) if chunk.meta == c.meta => {
+                self.decoder.decode(&chunk, out).map_err(ctx)?;
+                Ok(true)
+            }
+            _ => Err(ctx(TraceError::new(
+                ErrorKind::Inconsistent,
+                "chunk changed on disk since the trace was opened",
+            ))),
+        }
+    }
+
+    /// The next event, or `Ok(None)` at the end of the thread's stream.
+    #[inline]
+    pub fn next_event(&mut self) -> Result<Option<Event>> {
+        loop {
+            if let Some(&e) = self.events.get(self.pos) {
+                self.pos += 1;
+                return Ok(Some(e));
+            }
+            let mut buf = std::mem::take(&mut self.events);
+            let more = self.next_chunk_into(&mut buf);
+            self.events = buf;
+            self.pos = 0;
+            if !more? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Steps back over the event [`Self::next_event`] just returned, so that it is returned
+    /// again. Only valid directly after a `next_event` that returned an event.
+    #[inline]
+    pub fn unread(&mut self) {
+        debug_assert!(self.pos > 0, "unread without a preceding next_event");
+        self.pos = self.pos.saturating_sub(1);
+    }
+}
+
+/// Iterator over one thread's events; stops after the first error.
+pub struct ThreadEvents {
+    cursor: ThreadCursor,
+    failed: bool,
+}
+
+impl Iterator for ThreadEvents {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.cursor.next_event() {
+            Ok(e) => e.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The global (time, thread) order and clock alignment at sync events, checked by hand.
+
+use cachescope_schema::{
+    ErrorKind, Event, TimeUnit, TimedEvent, TraceFile, TraceHeader, TraceWriter,
+};
+
+fn trace(unit: TimeUnit, threads: &[Vec<Event>]) -> (tempfile::TempDir, TraceFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.cstrace");
+    let w = TraceWriter::create(&path, &TraceHeader::new("test", "merge", unit)).unwrap();
+    for (t, events) in threads.iter().enumerate() {
+        let mut tw = w.thread(t as u32).unwrap();
+        tw.extend(events.iter().copied()).unwrap();
+        tw.finish().unwrap();
+    }
+    w.finish().unwrap();
+    let f = TraceFile::open(&path).unwrap();
+    (dir, f)
+}
+
+fn merged(f: &TraceFile) -> Vec<TimedEvent> {
+    f.merged().unwrap().map(Result::unwrap).collect()
+}
+
+fn adv(units: u64) -> Event {
+    Event::Advance { units, flops: 0 }
+}
+
+const B: u64 = 0xb0;
+
+#[test]
+fn barrier_leaves_at_latest_enter() {
+    let enter = Event::BarrierEnter {
+        barrier: B,
+        participants: 2,
+    };
+    let leave = Event::BarrierLeave { barrier: B };
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(10), enter, leave, Event::load(0x100, 8)],
+            vec![adv(100), enter, leave, Event::load(0x200, 8)],
+        ],
+    );
+    let ev = merged(&f);
+    let loads: Vec<(u64, u32)> = ev
+        .iter()
+        .filter(|e| matches!(e.event, Event::Access(_)))
+        .map(|e| (e.time, e.thread))
+        .collect();
+    // Both loads happen after the barrier, at the later thread's enter time 100.
+    assert_eq!(loads, vec![(100, 0), (100, 1)]);
+    // Times never go backwards.
+    assert!(ev.windows(2).all(|w| (w[0].time, w[0].thread) <= (w[1].time, w[1].thread)
+        || w[0].time <= w[1].time));
+    assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
+}
+
+#[test]
+fn events_time_unit_orders_by_access_count() {
+    // Thread 1 issues 3 accesses before thread 0's 2nd one would be due at time 1.
+    let (_d, f) = trace(
+        TimeUnit::Events,
+        &[
+            vec![Event::load(0, 8), Event::load(8, 8)],
+            vec![Event::load(64, 8), Event::load(72, 8)],
+        ],
+    );
+    let order: Vec<(u64, u32)> = merged(&f).iter().map(|e| (e.time, e.thread)).collect();
+    assert_eq!(order, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
+}
+
+#[test]
+fn lock_acquisitions_keep_recorded_order() {
+    let acq = |order| Event::LockAcquire { lock: 0x10, order };
+    let rel = Event::LockRelease { lock: 0x10 };
+    // Thread 1 reaches the lock first in logical time but was second during recording.
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(50), acq(0), adv(30), rel],
+            vec![adv(5), acq(1), Event::store(0x40, 8), rel],
+        ],
+    );
+    let ev = merged(&f);
+    let store = ev
+        .iter()
+        .find(|e| matches!(e.event, Event::Access(_)))
+        .unwrap();
+    // Thread 1 acquires only after thread 0 released at 50 + 30.
+    assert_eq!((store.time, store.thread), (80, 1));
+}
+
+#[test]
+fn create_start_join_align_clocks() {
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(40), Event::ThreadCreate { child: 1 }, Event::ThreadJoin { child: 1 }, Event::load(0, 8)],
+            vec![Event::ThreadStart, Event::load(64, 8), adv(500), Event::ThreadExit],
+        ],
+    );
+    let ev = merged(&f);
+    let loads: Vec<(u64, u32)> = ev
+        .iter()
+        .filter(|e| matches!(e.event, Event::Access(_)))
+        .map(|e| (e.time, e.thread))
+        .collect();
+    assert_eq!(loads, vec![(40, 1), (540, 0)]);
+}
+
+#[test]
+fn unsatisfiable_barrier_is_a_deadlock_naming_the_thread() {
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![Event::BarrierEnter { barrier: B, participants: 3 }, Event::BarrierLeave { barrier: B }],
+            vec![Event::BarrierEnter { barrier: B, participants: 3 }, Event::BarrierLeave { barrier: B }],
+        ],
+    );
+    let err = f.merged().unwrap().find_map(Result::err).unwrap();
+    assert_eq!(err.kind, ErrorKind::Deadlock);
+    assert!(err.message.contains("thread 0 waits at barrier 0xb0 (2 of 3 arrived)"), "{err}");
+}
+
+#[test]
+fn release_without_acquire_is_inconsistent() {
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[vec![Event::LockRelease { lock: 7 }]],
+    );
+    let err = f.merged().unwrap().find_map(Result::err).unwrap();
+    assert_eq!((err.kind, err.thread), (ErrorKind::Inconsistent, Some(0)));
+}
+
+#[test]
+fn synthetic_workloads_merge_without_deadlock() {
+    use cachescope_schema::synth::{generate, GenParams, Workload};
+    for w in Workload::ALL {
+        for threads in [1, 3] {
+            let mut p = GenParams::new(w);
+            p.threads = threads;
+            p.size = 16 << 10;
+            p.iterations = 2;
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("g.cstrace");
+            let bytes = generate(&p, Vec::new(), 1000).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+            let f = TraceFile::open(&path).unwrap();
+            let ev = merged(&f);
+            assert_eq!(ev.len() as u64, f.event_count(), "{w} x{threads}");
+            assert!(ev.windows(2).all(|x| x[0].time <= x[1].time), "{w}");
+            // Same parameters, same bytes.
+            assert_eq!(generate(&p, Vec::new(), 1000).unwrap(), bytes, "{w}");
+        }
+    }
+}
