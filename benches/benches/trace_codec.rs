@@ -15,7 +15,10 @@ use cachescope_schema::Event;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn codec(c: &mut Criterion) {
-    println!("\n{:<18} {:>12} {:>12} {:>12}", "workload", "events", "file bytes", "bytes/event");
+    println!(
+        "\n{:<18} {:>12} {:>12} {:>12}",
+        "workload", "events", "file bytes", "bytes/event"
+    );
     for w in Workload::ALL {
         let t = generate_in_memory(&bench_params(w, 1));
         println!(
@@ -52,7 +55,10 @@ fn codec(c: &mut Criterion) {
         group.bench_function("encode", |b| {
             b.iter(|| {
                 let mut bytes = 0usize;
-                for (i, events) in all.chunks(trace.chunks[0].meta.event_count as usize).enumerate() {
+                for (i, events) in all
+                    .chunks(trace.chunks[0].meta.event_count as usize)
+                    .enumerate()
+                {
                     let meta = ChunkMeta {
                         thread: 0,
                         sequence: i as u32,

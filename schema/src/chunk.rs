@@ -59,10 +59,11 @@ impl ChunkDecoder {
         // padding after the columns lets the column decoder use 8-byte loads everywhere.
         self.raw.clear();
         self.raw.resize(total + DECODE_PADDING, 0);
-        let n = lz4_flex::block::decompress_into(&chunk.data, &mut self.raw[..total]).map_err(|e| {
-            TraceError::new(ErrorKind::Malformed, format!("LZ4 data: {e}"))
-                .in_thread(chunk.meta.thread)
-        })?;
+        let n =
+            lz4_flex::block::decompress_into(&chunk.data, &mut self.raw[..total]).map_err(|e| {
+                TraceError::new(ErrorKind::Malformed, format!("LZ4 data: {e}"))
+                    .in_thread(chunk.meta.thread)
+            })?;
         if n != total {
             return Err(TraceError::new(
                 ErrorKind::Malformed,
@@ -78,7 +79,13 @@ impl ChunkDecoder {
             .in_thread(chunk.meta.thread));
         }
         let before = out.len();
-        decode_columns(&self.raw, chunk.column_lengths, chunk.meta.has_code_positions, out).map_err(|e| {
+        decode_columns(
+            &self.raw,
+            chunk.column_lengths,
+            chunk.meta.has_code_positions,
+            out,
+        )
+        .map_err(|e| {
             out.truncate(before);
             TraceError::new(ErrorKind::Malformed, e.to_string()).in_thread(chunk.meta.thread)
         })

@@ -101,7 +101,10 @@ impl ColumnEncoder {
     }
 
     fn addr(&mut self, addr: u64) {
-        put_varint(&mut self.columns[1], zigzag(addr.wrapping_sub(self.prev_addr)));
+        put_varint(
+            &mut self.columns[1],
+            zigzag(addr.wrapping_sub(self.prev_addr)),
+        );
         self.prev_addr = addr;
     }
 
@@ -477,7 +480,11 @@ mod tests {
         }
         let end = buf.len();
         buf.resize(end + DECODE_PADDING, 0);
-        let mut c = Cursor { buf: &buf, pos: 0, end };
+        let mut c = Cursor {
+            buf: &buf,
+            pos: 0,
+            end,
+        };
         for &v in &values {
             assert_eq!(c.varint(), Some(v));
         }
@@ -489,7 +496,11 @@ mod tests {
         let mut buf = Vec::new();
         put_varint(&mut buf, u64::MAX);
         buf.resize(buf.len() + DECODE_PADDING, 0);
-        let c = &mut Cursor { buf: &buf, pos: 0, end: 4 };
+        let c = &mut Cursor {
+            buf: &buf,
+            pos: 0,
+            end: 4,
+        };
         c.varint();
         assert!(c.overran() && !c.finished());
     }
@@ -523,10 +534,7 @@ mod tests {
             Event::Free {
                 addr: 0x7f00_0000_0000,
             },
-            Event::Advance {
-                units: 7,
-                flops: 2,
-            },
+            Event::Advance { units: 7, flops: 2 },
         ];
         let mut enc = ColumnEncoder::default();
         enc.start(true);

@@ -75,7 +75,7 @@ impl AccessKind {
 }
 
 /// One memory access.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Access {
     /// What the access does.
     pub kind: AccessKind,
@@ -88,7 +88,8 @@ pub struct Access {
 }
 
 /// One event of a thread's stream, in program order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// A memory access.
     Access(Access),

@@ -122,8 +122,8 @@ impl<R: Read> FrameReader<R> {
     pub fn next_frame(&mut self) -> Result<Option<Frame>> {
         let start = self.offset;
         let mut head = [0u8; FRAME_HEADER_BYTES as usize];
-        let got =
-            read_full(&mut self.inner, &mut head).map_err(|e| TraceError::io(&e).at_offset(start))?;
+        let got = read_full(&mut self.inner, &mut head)
+            .map_err(|e| TraceError::io(&e).at_offset(start))?;
         if got == 0 {
             return Ok(None);
         }
@@ -236,7 +236,10 @@ mod tests {
         let mut bytes = file_with(&[b"x"]);
         bytes[8] = 9;
         let err = FrameReader::new(&bytes[..]).err().unwrap();
-        assert_eq!((err.kind, err.offset), (ErrorKind::UnsupportedVersion, Some(8)));
+        assert_eq!(
+            (err.kind, err.offset),
+            (ErrorKind::UnsupportedVersion, Some(8))
+        );
     }
 
     #[test]

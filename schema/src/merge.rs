@@ -12,7 +12,9 @@
 //! A thread that waits is parked without consuming its event and re-examined when woken, so
 //! the order depends on the trace alone — never on recording wall-clock order or the host.
 //! Sync that can never be satisfied is reported as a [`ErrorKind::Deadlock`] error naming
-//! every waiting thread.
+//! every waiting thread — except in an incomplete trace (see [`MergedEvents::incomplete`]),
+//! where the partners' events may simply be missing: there the waits are released so that
+//! every recovered event is still ordered.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -79,6 +81,8 @@ pub struct MergedEvents {
     exited: HashMap<ThreadId, u64>,
     access_cost: u64,
     finished: bool,
+    incomplete: bool,
+    now: u64,
 }
 
 impl MergedEvents {
@@ -110,15 +114,70 @@ impl MergedEvents {
             exited: HashMap::new(),
             access_cost: unit.access_cost(),
             finished: false,
+            incomplete: false,
+            now: 0,
         }
+    }
+
+    /// Marks the trace as incomplete (cut off or damaged): when no thread can continue, the
+    /// waits are released instead of reporting a deadlock, because the events that would
+    /// satisfy them were lost.
+    pub fn incomplete(mut self, incomplete: bool) -> Self {
+        self.incomplete = incomplete;
+        self
+    }
+
+    /// Releases every wait (incomplete traces only). Returns whether any thread woke.
+    fn release_waits(&mut self) -> bool {
+        let now = self.now;
+        let mut woke = false;
+        for i in 0..self.threads.len() {
+            let tid = self.threads[i].cursor.thread();
+            match self.threads[i].wait {
+                Wait::Runnable | Wait::Done => {}
+                Wait::Barrier(b) => {
+                    if let Some(st) = self.barriers.remove(&b) {
+                        for j in st.arrived {
+                            self.wake(j, st.latest_enter);
+                        }
+                        woke = true;
+                    }
+                }
+                Wait::Lock { lock, .. } => {
+                    let st = self.locks.entry(lock).or_default();
+                    st.holder = None;
+                    if let Some((order, j)) = st.waiters.pop_first() {
+                        st.next_order = order;
+                        let at = st.release_time.max(now);
+                        self.wake(j, at);
+                        woke = true;
+                    }
+                }
+                Wait::Start => {
+                    self.created.insert(tid, now);
+                    self.wake(i, now);
+                    woke = true;
+                }
+                Wait::Join(c) => {
+                    self.exited.insert(c, now);
+                    self.wake(i, now);
+                    woke = true;
+                }
+            }
+        }
+        if woke {
+            tracing::warn!(
+                "incomplete trace: released waits at time {now} whose partners' events are missing"
+            );
+        }
+        woke
     }
 
     fn wake(&mut self, i: usize, not_before: u64) {
         let t = &mut self.threads[i];
         t.clock = t.clock.max(not_before);
         t.wait = Wait::Runnable;
-        self.ready
-            .push(Reverse((t.clock, t.cursor.thread(), i)));
+        self.ready.push(Reverse((t.clock, t.cursor.thread(), i)));
     }
 
     fn fail(&self, i: usize, kind: ErrorKind, msg: String) -> TraceError {
@@ -303,11 +362,13 @@ impl MergedEvents {
                 None => match self.ready.pop() {
                     Some(Reverse((_, _, i))) => i,
                     None => {
-                        return if self.threads.iter().all(|t| t.wait == Wait::Done) {
-                            Ok(None)
-                        } else {
-                            Err(self.deadlock())
-                        };
+                        if self.threads.iter().all(|t| t.wait == Wait::Done) {
+                            return Ok(None);
+                        }
+                        if self.incomplete && self.release_waits() {
+                            continue;
+                        }
+                        return Err(self.deadlock());
                     }
                 },
             };
@@ -321,6 +382,7 @@ impl MergedEvents {
                 }
             }
             if let Some(e) = out {
+                self.now = e.time;
                 return Ok(Some(e));
             }
         }

@@ -63,7 +63,10 @@ impl TraceFile {
             if !options.allow_incomplete {
                 return Err(d.clone());
             }
-            tracing::warn!("{d}; using the {} complete chunks before it", s.chunks.len());
+            tracing::warn!(
+                "{d}; using the {} complete chunks before it",
+                s.chunks.len()
+            );
         }
         let mut threads = s.threads;
         if let Some(t) = &s.trailer {
@@ -139,8 +142,11 @@ impl TraceFile {
     /// A cursor over one thread's events in program order.
     pub fn thread_cursor(&self, thread: ThreadId) -> Result<ThreadCursor> {
         let summary = self.threads.get(&thread).ok_or_else(|| {
-            TraceError::new(ErrorKind::Usage, format!("the trace has no thread {thread}"))
-                .at_path(&self.path)
+            TraceError::new(
+                ErrorKind::Usage,
+                format!("the trace has no thread {thread}"),
+            )
+            .at_path(&self.path)
         })?;
         Ok(ThreadCursor {
             path: self.path.clone(),
@@ -164,13 +170,14 @@ impl TraceFile {
     }
 
     /// All events of all threads in the global (time, thread) order, with clocks aligned at
-    /// sync events (see [`crate::merge`]).
+    /// sync events (see [`crate::merge`]). In a trace opened with `allow_incomplete` that has
+    /// damage, waits whose partners' events are missing are released.
     pub fn merged(&self) -> Result<MergedEvents> {
         let cursors = self
             .thread_ids()
             .map(|t| self.thread_cursor(t))
             .collect::<Result<Vec<_>>>()?;
-        Ok(MergedEvents::new(cursors, self.header.time_unit))
+        Ok(MergedEvents::new(cursors, self.header.time_unit).incomplete(self.damage.is_some()))
     }
 }
 

@@ -283,7 +283,9 @@ pub fn encode_chunk(meta: &ChunkMeta, column_lengths: &[u32], data: &[u8]) -> Ve
     b.set_event_count(meta.event_count);
     b.set_encoding(ChunkEncoding::ColumnsLz4);
     b.set_has_code_positions(meta.has_code_positions);
-    let mut lens = b.reborrow().init_column_lengths(column_lengths.len() as u32);
+    let mut lens = b
+        .reborrow()
+        .init_column_lengths(column_lengths.len() as u32);
     for (i, l) in column_lengths.iter().enumerate() {
         lens.set(i as u32, *l);
     }

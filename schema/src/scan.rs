@@ -89,7 +89,10 @@ fn scan_into(
     let mut decoder = ChunkDecoder::default();
     let mut events = Vec::new();
     let mut checksum = crc32fast::Hasher::new();
-    while let Some(frame) = frames.next_frame().map_err(|e| e.in_chunk(scan.chunks.len() as u64))? {
+    while let Some(frame) = frames
+        .next_frame()
+        .map_err(|e| e.in_chunk(scan.chunks.len() as u64))?
+    {
         let at = |e: TraceError| e.at_offset(frame.offset);
         if scan.trailer.is_some() {
             return Err(at(TraceError::new(
@@ -167,10 +170,9 @@ fn scan_into(
                     }
                     events.clear();
                     decoder.decode(&chunk, &mut events).map_err(ctx)?;
-                    thread.end_time = meta.start_time.wrapping_add(clock_advance(
-                        &events,
-                        header.time_unit,
-                    ));
+                    thread.end_time = meta
+                        .start_time
+                        .wrapping_add(clock_advance(&events, header.time_unit));
                     on_events(&meta, &events);
                 } else {
                     thread.end_time = meta.start_time;
@@ -194,8 +196,10 @@ fn scan_into(
         scan.good_bytes = frames.offset();
     }
     if scan.header.is_none() {
-        return Err(TraceError::new(ErrorKind::Truncated, "the file has no header record")
-            .at_offset(scan.good_bytes));
+        return Err(
+            TraceError::new(ErrorKind::Truncated, "the file has no header record")
+                .at_offset(scan.good_bytes),
+        );
     }
     if scan.trailer.is_none() {
         let last = scan.chunks.last().map_or_else(

@@ -81,7 +81,9 @@ impl TraceSummary {
         let cost = trace.header().time_unit.access_cost();
         for e in trace.merged()? {
             let e = e.map_err(|err| err.at_path(trace.path()))?;
-            let info = threads.get_mut(&e.thread).expect("merged threads come from the index");
+            let info = threads
+                .get_mut(&e.thread)
+                .expect("merged threads come from the index");
             counts[slot[&e.thread]][e.event.kind() as usize] += 1;
             info.first_time = info.first_time.min(e.time);
             let after = match e.event {

@@ -19,8 +19,8 @@ use crate::event::{Event, ThreadId};
 use crate::frame::{write_file_header, write_frame};
 use crate::limits::{MAX_CHUNK_EVENTS, MAX_THREADS};
 use crate::record::{
-    encode_header, encode_modules, encode_trailer, ChunkMeta, ModuleInfo, ThreadTotals,
-    TimeUnit, TraceHeader, Trailer,
+    encode_header, encode_modules, encode_trailer, ChunkMeta, ModuleInfo, ThreadTotals, TimeUnit,
+    TraceHeader, Trailer,
 };
 
 /// Default events per chunk: large enough for LZ4 to find the repeats of a loop, small
@@ -74,7 +74,11 @@ impl<W: Write> TraceWriter<W> {
 
     /// Starts a trace on `out`, flushing chunks of `chunk_events` events (1 ..= the reader's
     /// limit).
-    pub fn with_chunk_events(mut out: W, header: &TraceHeader, chunk_events: usize) -> Result<Self> {
+    pub fn with_chunk_events(
+        mut out: W,
+        header: &TraceHeader,
+        chunk_events: usize,
+    ) -> Result<Self> {
         if chunk_events == 0 || chunk_events > MAX_CHUNK_EVENTS as usize {
             return Err(TraceError::new(
                 ErrorKind::Usage,

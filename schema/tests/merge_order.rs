@@ -51,8 +51,9 @@ fn barrier_leaves_at_latest_enter() {
     // Both loads happen after the barrier, at the later thread's enter time 100.
     assert_eq!(loads, vec![(100, 0), (100, 1)]);
     // Times never go backwards.
-    assert!(ev.windows(2).all(|w| (w[0].time, w[0].thread) <= (w[1].time, w[1].thread)
-        || w[0].time <= w[1].time));
+    assert!(ev
+        .windows(2)
+        .all(|w| (w[0].time, w[0].thread) <= (w[1].time, w[1].thread) || w[0].time <= w[1].time));
     assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
 }
 
@@ -96,8 +97,18 @@ fn create_start_join_align_clocks() {
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[
-            vec![adv(40), Event::ThreadCreate { child: 1 }, Event::ThreadJoin { child: 1 }, Event::load(0, 8)],
-            vec![Event::ThreadStart, Event::load(64, 8), adv(500), Event::ThreadExit],
+            vec![
+                adv(40),
+                Event::ThreadCreate { child: 1 },
+                Event::ThreadJoin { child: 1 },
+                Event::load(0, 8),
+            ],
+            vec![
+                Event::ThreadStart,
+                Event::load(64, 8),
+                adv(500),
+                Event::ThreadExit,
+            ],
         ],
     );
     let ev = merged(&f);
@@ -114,13 +125,29 @@ fn unsatisfiable_barrier_is_a_deadlock_naming_the_thread() {
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[
-            vec![Event::BarrierEnter { barrier: B, participants: 3 }, Event::BarrierLeave { barrier: B }],
-            vec![Event::BarrierEnter { barrier: B, participants: 3 }, Event::BarrierLeave { barrier: B }],
+            vec![
+                Event::BarrierEnter {
+                    barrier: B,
+                    participants: 3,
+                },
+                Event::BarrierLeave { barrier: B },
+            ],
+            vec![
+                Event::BarrierEnter {
+                    barrier: B,
+                    participants: 3,
+                },
+                Event::BarrierLeave { barrier: B },
+            ],
         ],
     );
     let err = f.merged().unwrap().find_map(Result::err).unwrap();
     assert_eq!(err.kind, ErrorKind::Deadlock);
-    assert!(err.message.contains("thread 0 waits at barrier 0xb0 (2 of 3 arrived)"), "{err}");
+    assert!(
+        err.message
+            .contains("thread 0 waits at barrier 0xb0 (2 of 3 arrived)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cachescope's build, tests and demo need, when missing.
+#   capnproto: the `capnp` compiler, for the test that checks the checked-in generated code.
+# The Rust toolchain itself (cargo, rustc >= 1.85) must already be installed.
+set -euo pipefail
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found; install the Rust toolchain (rustup, Rust >= 1.85) first" >&2
+  exit 2
+fi
+
+missing=()
+command -v capnp >/dev/null 2>&1 || missing+=(capnproto)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: missing packages ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+    exit 2
+  fi
+  echo "installing ${missing[*]} ..." >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,158 @@
+//! Command-line definitions.
+
+use std::path::PathBuf;
+
+use cachescope_schema::synth::Workload;
+use clap::{Args, Parser, Subcommand};
+
+/// Trace-driven multithreaded memory-hierarchy simulator.
+#[derive(Parser, Debug)]
+#[command(name = "cachescope", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug; CACHESCOPE_LOG overrides).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the main job end to end on an example and write the reports.
+    Demo(DemoArgs),
+    /// Inspect, check and generate trace files.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+/// `cachescope demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Directory for the trace and the reports.
+    #[arg(long, default_value = "demo-out")]
+    pub out: PathBuf,
+}
+
+/// Where JSON goes: `--json` alone writes to stdout, `--json FILE` to a file.
+#[derive(Args, Debug, Clone)]
+pub struct JsonArg {
+    /// Print JSON instead of the table (to stdout, or to FILE if given).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+}
+
+/// `cachescope trace ...`.
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Threads, events by kind, time span, size per event.
+    Info {
+        /// The trace file.
+        trace: PathBuf,
+        /// Use the complete chunks of a damaged or interrupted trace.
+        #[arg(long)]
+        allow_incomplete: bool,
+        #[command(flatten)]
+        json: JsonArg,
+    },
+    /// Print events: one thread in program order, or all in global (time, thread) order.
+    Dump {
+        /// The trace file.
+        trace: PathBuf,
+        /// Only this thread, with its own (unaligned) clock.
+        #[arg(long)]
+        thread: Option<u32>,
+        /// Stop after this many events.
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Skip this many events first.
+        #[arg(long, default_value_t = 0)]
+        skip: u64,
+        /// Use the complete chunks of a damaged or interrupted trace.
+        #[arg(long)]
+        allow_incomplete: bool,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check every frame, chunk and checksum; report what is recoverable. Exit 2 if damaged.
+    Verify {
+        /// The trace file.
+        trace: PathBuf,
+        #[command(flatten)]
+        json: JsonArg,
+    },
+    /// Write a synthetic trace (for tests, benches and experiments).
+    Gen(GenArgs),
+}
+
+/// `cachescope trace gen`.
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// The access pattern.
+    #[arg(value_parser = parse_workload)]
+    pub workload: Workload,
+    /// Output trace file.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Number of threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
+    /// Size of the main data structure, bytes (suffixes K, M, G: powers of 1024).
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    pub size: u64,
+    /// Passes over the data.
+    #[arg(long, default_value_t = 4)]
+    pub iterations: u32,
+    /// Random seed (random, pointer-chase).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stride in bytes (strided).
+    #[arg(long, default_value = "64", value_parser = parse_size)]
+    pub stride: u64,
+    /// false-sharing: give each thread its own part of the array (no false sharing).
+    #[arg(long)]
+    pub padded: bool,
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    s.parse()
+}
+
+/// Parses a byte size such as `4096`, `64K`, `1M`, `2G`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'B' => 1,
+                _ => return Err(format!("unknown size suffix in {s:?} (use K, M or G)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a size: {s:?} (examples: 4096, 64K, 1M)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("99999999999G").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

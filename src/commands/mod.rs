@@ -1,0 +1,37 @@
+//! One module per command; each returns the process exit code.
+
+mod demo;
+mod trace;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::{Command, TraceCommand};
+
+/// Exit code for bad input (unreadable, corrupt or inconsistent traces, bad arguments).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// Runs a parsed command.
+pub fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Demo(args) => demo::run(&args),
+        Command::Trace(t) => match t {
+            TraceCommand::Info {
+                trace,
+                allow_incomplete,
+                json,
+            } => trace::info(&trace, allow_incomplete, json.json.as_deref()),
+            TraceCommand::Dump {
+                trace,
+                thread,
+                limit,
+                skip,
+                allow_incomplete,
+                json,
+            } => trace::dump(&trace, thread, skip, limit, allow_incomplete, json),
+            TraceCommand::Verify { trace, json } => trace::verify(&trace, json.json.as_deref()),
+            TraceCommand::Gen(args) => trace::gen(&args),
+        },
+    }
+}

@@ -1,0 +1,287 @@
+//! `cachescope trace info|dump|verify|gen`.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cachescope_schema::synth::{generate_file, GenParams};
+use cachescope_schema::{
+    verify_file, Event, EventKind, OpenOptions, TraceFile, TraceSummary, VerifyReport,
+};
+use serde::Serialize;
+
+use super::EXIT_BAD_INPUT;
+use crate::cli::GenArgs;
+use crate::output::{thousands, write_json};
+
+fn open(path: &Path, allow_incomplete: bool) -> Result<TraceFile> {
+    let trace = TraceFile::open_with(path, OpenOptions { allow_incomplete })?;
+    if let Some(d) = trace.damage() {
+        eprintln!("warning: {d}; reading the complete chunks before it");
+    }
+    Ok(trace)
+}
+
+/// `trace info`.
+pub fn info(path: &Path, allow_incomplete: bool, json: Option<&Path>) -> Result<ExitCode> {
+    let trace = open(path, allow_incomplete)?;
+    let s = TraceSummary::compute(&trace)?;
+    if let Some(to) = json {
+        write_json(&s, to)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", render_info(path, &s));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The human-readable `trace info` report.
+pub fn render_info(path: &Path, s: &TraceSummary) -> String {
+    use std::fmt::Write as _;
+    let unit = match s.time_unit {
+        cachescope_schema::TimeUnit::Events => "events",
+        cachescope_schema::TimeUnit::Instructions => "instructions",
+    };
+    let mut o = String::new();
+    let h = &s.header;
+    let _ = writeln!(o, "trace        {}", path.display());
+    let _ = writeln!(o, "recorder     {}", h.recorder);
+    let _ = writeln!(o, "program      {} {}", h.program, h.args.join(" "));
+    if !h.host.hostname.is_empty() {
+        let _ = writeln!(
+            o,
+            "host         {} ({}, {} cores, {})",
+            h.host.hostname, h.host.cpu_model, h.host.logical_cores, h.host.os
+        );
+    }
+    let _ = writeln!(o, "time unit    {unit}");
+    let _ = writeln!(o, "threads      {}", s.threads.len());
+    let _ = writeln!(
+        o,
+        "events       {} ({} memory accesses)",
+        thousands(s.events),
+        thousands(s.accesses)
+    );
+    let _ = writeln!(
+        o,
+        "size         {} bytes in {} chunks, {:.3} bytes/event",
+        thousands(s.file_bytes),
+        s.chunks,
+        s.bytes_per_event
+    );
+    let _ = writeln!(
+        o,
+        "time span    {} {unit} (clocks aligned at sync)",
+        thousands(s.time_span)
+    );
+    if s.incomplete {
+        let _ = writeln!(o, "status       INCOMPLETE: only complete chunks were read");
+    }
+    let _ = writeln!(o, "\nevents by kind");
+    for k in EventKind::ALL {
+        if let Some(n) = s.events_by_kind.get(k.name()) {
+            let _ = writeln!(o, "  {:<15} {:>15}", k.name(), thousands(*n));
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{:>7} {:>15} {:>15} {:>15} {:>15}",
+        "thread", "events", "own time", "starts at", "ends at"
+    );
+    for t in &s.threads {
+        let _ = writeln!(
+            o,
+            "{:>7} {:>15} {:>15} {:>15} {:>15}",
+            t.thread,
+            thousands(t.events),
+            thousands(t.local_time),
+            thousands(t.first_time),
+            thousands(t.end_time)
+        );
+    }
+    o
+}
+
+#[derive(Serialize)]
+struct DumpLine<'a> {
+    index: u64,
+    time: u64,
+    thread: u32,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+/// `trace dump`.
+pub fn dump(
+    path: &Path,
+    thread: Option<u32>,
+    skip: u64,
+    limit: Option<u64>,
+    allow_incomplete: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let trace = open(path, allow_incomplete)?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let limit = limit.unwrap_or(u64::MAX);
+    let mut emit = |index: u64, time: u64, thread: u32, event: &Event| -> Result<()> {
+        if json {
+            let line = DumpLine {
+                index,
+                time,
+                thread,
+                event,
+            };
+            serde_json::to_writer(&mut out, &line)?;
+            writeln!(out)?;
+        } else {
+            writeln!(out, "{index:>10} {time:>14} t{thread:<4} {event}")?;
+        }
+        Ok(())
+    };
+    let result = (|| -> Result<()> {
+        if let Some(t) = thread {
+            let cost = trace.header().time_unit.access_cost();
+            let mut clock = 0u64;
+            for (i, e) in trace.thread_events(t)?.enumerate() {
+                let e = e?;
+                let i = i as u64;
+                if i >= skip.saturating_add(limit) {
+                    break;
+                }
+                if i >= skip {
+                    emit(i, clock, t, &e)?;
+                }
+                clock = clock.wrapping_add(match e {
+                    Event::Access(_) => cost,
+                    Event::Advance { units, .. } => units,
+                    _ => 0,
+                });
+            }
+        } else {
+            for (i, e) in trace.merged()?.enumerate() {
+                let e = e.map_err(|err| err.at_path(path))?;
+                let i = i as u64;
+                if i >= skip.saturating_add(limit) {
+                    break;
+                }
+                if i >= skip {
+                    emit(i, e.time, e.thread, &e.event)?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    match result {
+        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e),
+        Ok(()) => {
+            out.flush().or_else(|e| {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `cachescope trace dump | head` closes the pipe early; that is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// `trace verify`.
+pub fn verify(path: &Path, json: Option<&Path>) -> Result<ExitCode> {
+    let report = verify_file(path)?;
+    if let Some(to) = json {
+        write_json(&report, to)?;
+    } else {
+        print!("{}", render_verify(path, &report));
+    }
+    Ok(match report.problem() {
+        None => ExitCode::SUCCESS,
+        Some(p) => {
+            eprintln!("error: {p}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    })
+}
+
+fn render_verify(path: &Path, r: &VerifyReport) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let status = if r.ok() { "OK" } else { "DAMAGED" };
+    let _ = writeln!(o, "{status}  {}", path.display());
+    let _ = writeln!(
+        o,
+        "  complete chunks     {} ({} threads)",
+        thousands(r.complete_chunks),
+        r.threads
+    );
+    let _ = writeln!(
+        o,
+        "  recoverable events  {}",
+        thousands(r.recoverable_events)
+    );
+    let _ = writeln!(
+        o,
+        "  readable bytes      {} of {}",
+        thousands(r.good_bytes),
+        thousands(r.file_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "  header / trailer    {} / {}",
+        yes(r.has_header),
+        yes(r.has_trailer)
+    );
+    if let Some(d) = &r.damage {
+        let _ = writeln!(o, "  damage              {d}");
+        let _ = writeln!(
+            o,
+            "  (read the recoverable part with --allow-incomplete on info, dump, simulate)"
+        );
+    }
+    if let Some(p) = &r.sync_problem {
+        let _ = writeln!(o, "  sync problem        {p}");
+    }
+    o
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "present"
+    } else {
+        "missing"
+    }
+}
+
+/// `trace gen`.
+pub fn gen(a: &GenArgs) -> Result<ExitCode> {
+    let p = GenParams {
+        workload: a.workload,
+        threads: a.threads,
+        size: a.size,
+        iterations: a.iterations,
+        seed: a.seed,
+        stride: a.stride,
+        padded: a.padded,
+    };
+    generate_file(&p, &a.output)?;
+    let trace =
+        TraceFile::open(&a.output).with_context(|| format!("re-reading {}", a.output.display()))?;
+    println!(
+        "wrote {}: {} {} thread(s), {} events, {} bytes ({:.3} bytes/event)",
+        a.output.display(),
+        a.workload,
+        a.threads,
+        thousands(trace.event_count()),
+        thousands(trace.file_len()),
+        trace.file_len() as f64 / trace.event_count().max(1) as f64
+    );
+    Ok(ExitCode::SUCCESS)
+}
