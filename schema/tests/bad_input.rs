@@ -179,14 +179,30 @@ fn absurd_lengths_and_counts() {
 fn garbage_chunk_data_is_malformed_with_location() {
     let (bytes, _) = sample();
     let at = first_chunk_offset(&bytes);
-    let payload = encode_chunk(&meta(0, 10), &[10, 5, 0, 0], &[0xff; 12]);
+    // Same event count as the chunk it replaces, so the index stays consistent.
+    let count = with_file(&bytes, |p| {
+        TraceFile::open(p).unwrap().chunks()[0].meta.event_count
+    });
+    let payload = encode_chunk(&meta(0, count), &[count, 5, 0, 0], &[0xff; 12]);
     let bad = replace_frame(&bytes, at, &payload);
     with_file(&bad, |p| {
         // The index is fine (metadata is plausible); decoding the events is not.
         let report = verify_file(p).unwrap();
         assert_eq!(report.damage_kind, Some(ErrorKind::Malformed));
         assert_eq!(report.complete_chunks, 0);
-        let f = TraceFile::open(p).expect("opening reads only metadata");
+        // Strict opening refuses the file: the trailer's chunk checksum no longer matches.
+        assert_eq!(
+            TraceFile::open(p).err().unwrap().kind,
+            ErrorKind::ChecksumMismatch
+        );
+        // Opening only reads metadata; decoding the forged chunk fails with its location.
+        let f = TraceFile::open_with(
+            p,
+            OpenOptions {
+                allow_incomplete: true,
+            },
+        )
+        .unwrap();
         let err = f.thread_events(0).unwrap().find_map(Result::err).unwrap();
         assert_eq!(err.kind, ErrorKind::Malformed);
         assert_eq!(

@@ -1,5 +1,23 @@
-//! cachescope-sim: machine model, private/shared caches, MSI/MESI coherence, the exact and the
-//! parallel slack-based engines, and their counters.
+//! cachescope-sim: machine model, caches, coherence, the simulation engines and their
+//! counters.
 //!
-//! Not implemented yet: the simulator issues fill this crate. It reads traces through
-//! `cachescope-schema` and never depends on the analysis crate.
+//! * [`model`]: machine models (TOML, presets, validation);
+//! * [`cache`]: one set-associative cache array with its replacement policy;
+//! * [`exact`]: the exact engine — all threads' events in the trace's global order, one at a
+//!   time, through private levels, a coherence directory and shared levels;
+//! * [`cachegrind`]: Cachegrind's own algorithm, for identical I1/D1/LL counts;
+//! * [`counters`]: what the engines count, and the stable JSON report.
+
+#![warn(missing_docs)]
+
+pub mod cache;
+pub mod cachegrind;
+pub mod counters;
+pub mod exact;
+pub mod model;
+pub mod run;
+pub mod shadow;
+
+pub use exact::{ExactEngine, ThreadMapping};
+pub use model::{MachineModel, ModelError};
+pub use run::{simulate_cachegrind, simulate_exact, SimError};

@@ -1,0 +1,767 @@
+//! The exact engine: every event of every thread, in the trace's global (time, thread) order,
+//! one at a time. The reference all other engines are checked against.
+//!
+//! Per access and line touched:
+//! 1. the core's private levels are looked up from L1 outwards;
+//! 2. coherence: a write needs ownership — other cores' copies are invalidated (an upgrade if
+//!    this core had a shared copy); a miss while another core holds the line modified is served
+//!    cache to cache (a read downgrades the owner, whose dirty data is written back);
+//! 3. otherwise the shared levels are looked up, then memory;
+//! 4. the line is filled into the levels above where it was found, except exclusive (victim)
+//!    levels and, for stores, write-through (no-write-allocate) levels; an exclusive level
+//!    that supplied the line gives it up;
+//! 5. a write marks the first write-back level holding the line dirty; write-through levels
+//!    pass the written bytes down.
+//!
+//! Evicted dirty lines are written to the next level that holds them (or memory); victims of
+//! a level above an exclusive level go into it; an inclusive level that evicts a line removes
+//! it from the levels above (from all cores for a shared level). Writebacks into a level that
+//! does not hold the line do not allocate it.
+//!
+//! Misses are classified per cache: compulsory (never held), coherence (lost to another core's
+//! write: true sharing if any byte now accessed was written by another core since, else false
+//! sharing — Dubois' definition), else conflict if a fully associative LRU cache of the same
+//! size would have hit, else capacity.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+use cachescope_schema::{Access, AccessKind, Event, ThreadId, TimeUnit, TimedEvent};
+
+use crate::cache::{Cache, Evicted, DIRTY, OWNED};
+use crate::counters::{
+    CoreCounters, LevelCounters, MissClass, PathBytes, PathCounters, SimReport, ThreadCounters,
+    REPORT_SCHEMA,
+};
+use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
+use crate::shadow::Classifier;
+
+/// How threads are placed on simulated cores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadMapping {
+    /// The i-th thread (by ascending id) runs on core i; more threads than cores is an error.
+    OneToOne,
+    /// Thread i-th (by ascending id) runs on core i mod cores.
+    RoundRobin,
+    /// Explicit thread → core pairs; every thread must be listed.
+    Explicit(BTreeMap<ThreadId, u32>),
+}
+
+/// A thread that cannot be placed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("thread mapping: {0}")]
+pub struct MappingError(pub String);
+
+impl ThreadMapping {
+    /// Parses `one-to-one`, `round-robin` or `T:C,T:C,...`.
+    pub fn parse(s: &str) -> Result<Self, MappingError> {
+        match s {
+            "one-to-one" | "1:1" => Ok(ThreadMapping::OneToOne),
+            "round-robin" => Ok(ThreadMapping::RoundRobin),
+            _ => s
+                .split(',')
+                .map(|pair| {
+                    let (t, c) = pair
+                        .split_once(':')
+                        .ok_or_else(|| MappingError(format!("{pair:?}: expected THREAD:CORE")))?;
+                    let t = t
+                        .trim()
+                        .parse()
+                        .map_err(|_| MappingError(format!("{t:?} is not a thread id")))?;
+                    let c = c
+                        .trim()
+                        .parse()
+                        .map_err(|_| MappingError(format!("{c:?} is not a core")))?;
+                    Ok((t, c))
+                })
+                .collect::<Result<_, _>>()
+                .map(ThreadMapping::Explicit),
+        }
+    }
+
+    /// Places `threads` (ascending) on `cores` cores.
+    pub fn place(
+        &self,
+        threads: &[ThreadId],
+        cores: u32,
+    ) -> Result<BTreeMap<ThreadId, u32>, MappingError> {
+        match self {
+            ThreadMapping::OneToOne => {
+                if threads.len() > cores as usize {
+                    return Err(MappingError(format!(
+                        "the trace has {} threads but the machine has {cores} cores; \
+                         give --map round-robin or THREAD:CORE pairs, or more cores",
+                        threads.len()
+                    )));
+                }
+                Ok(threads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &t)| (t, i as u32))
+                    .collect())
+            }
+            ThreadMapping::RoundRobin => Ok(threads
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (t, i as u32 % cores))
+                .collect()),
+            ThreadMapping::Explicit(m) => threads
+                .iter()
+                .map(|t| match m.get(t) {
+                    Some(&c) if c < cores => Ok((*t, c)),
+                    Some(&c) => Err(MappingError(format!(
+                        "core {c} of thread {t} does not exist ({cores} cores)"
+                    ))),
+                    None => Err(MappingError(format!("thread {t} is not mapped"))),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Where a missing line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// A level of the requesting core or a shared level (index).
+    Level(usize),
+    /// Another core's private cache (cache-to-cache transfer).
+    Remote,
+    /// Memory.
+    Memory,
+}
+
+/// The exact engine.
+pub struct ExactEngine {
+    model: MachineModel,
+    p: usize,
+    n: usize,
+    shift: u32,
+    line_size: u64,
+    mesi: bool,
+    private: Vec<Vec<Cache>>,
+    shared: Vec<Cache>,
+    pclass: Vec<Vec<Classifier>>,
+    sclass: Vec<Classifier>,
+    /// Directory: cores holding a private copy of each line.
+    sharers: FxHashMap<u64, u64>,
+    /// Per core: lines lost to another core's write, with that write's sequence number.
+    lost: Vec<FxHashMap<u64, u64>>,
+    /// Per line ever invalidated: sequence number of the last write of each byte.
+    written: FxHashMap<u64, Box<[u64]>>,
+    wseq: u64,
+    cores: Vec<CoreCounters>,
+    paths: Vec<PathCounters>,
+    threads: BTreeMap<ThreadId, ThreadCounters>,
+    core_of: FxHashMap<ThreadId, usize>,
+    unsimulated_fetches: u64,
+    access_cost: u64,
+    time_unit: TimeUnit,
+}
+
+impl ExactEngine {
+    /// An engine for `model` with the given thread placement.
+    pub fn new(model: &MachineModel, placement: &BTreeMap<ThreadId, u32>, unit: TimeUnit) -> Self {
+        let m = model.clone();
+        let p = m.private_levels();
+        let n = m.levels.len();
+        let ls = m.line_size;
+        let cores = m.cores as usize;
+        let seed = |i: usize, c: usize| m.seed ^ ((i as u64) << 32) ^ c as u64;
+        let private = (0..cores)
+            .map(|c| {
+                (0..p)
+                    .map(|i| Cache::new(&m.levels[i], ls, seed(i, c)))
+                    .collect()
+            })
+            .collect();
+        let shared = (p..n)
+            .map(|i| Cache::new(&m.levels[i], ls, seed(i, 0)))
+            .collect();
+        let lines = |i: usize| m.levels[i].lines(ls) as usize;
+        let pclass = (0..cores)
+            .map(|_| (0..p).map(|i| Classifier::new(lines(i))).collect())
+            .collect();
+        let sclass = (p..n).map(|i| Classifier::new(lines(i))).collect();
+        let mut path_names = m.path_names();
+        path_names.truncate(n + 1 + usize::from(p > 0));
+        let paths = path_names
+            .into_iter()
+            .map(|path| PathCounters {
+                path,
+                per_core: vec![PathBytes::default(); cores],
+                total: PathBytes::default(),
+            })
+            .collect();
+        let mut core_counters: Vec<CoreCounters> = (0..cores)
+            .map(|c| CoreCounters {
+                core: c as u32,
+                levels: m
+                    .levels
+                    .iter()
+                    .map(|l| LevelCounters {
+                        level: l.name.clone(),
+                        ..LevelCounters::default()
+                    })
+                    .collect(),
+                ..CoreCounters::default()
+            })
+            .collect();
+        let mut threads = BTreeMap::new();
+        let mut core_of = FxHashMap::default();
+        for (&t, &c) in placement {
+            core_counters[c as usize].threads.push(t);
+            core_of.insert(t, c as usize);
+            threads.insert(
+                t,
+                ThreadCounters {
+                    thread: t,
+                    core: c,
+                    ..ThreadCounters::default()
+                },
+            );
+        }
+        ExactEngine {
+            p,
+            n,
+            shift: ls.trailing_zeros(),
+            line_size: ls as u64,
+            mesi: m.coherence == Protocol::Mesi,
+            private,
+            shared,
+            pclass,
+            sclass,
+            sharers: FxHashMap::default(),
+            lost: vec![FxHashMap::default(); cores],
+            written: FxHashMap::default(),
+            wseq: 0,
+            cores: core_counters,
+            paths,
+            threads,
+            core_of,
+            unsimulated_fetches: 0,
+            access_cost: unit.access_cost(),
+            time_unit: unit,
+            model: m,
+        }
+    }
+
+    /// Processes one event of the global order.
+    pub fn process(&mut self, e: &TimedEvent) {
+        let Some(&core) = self.core_of.get(&e.thread) else {
+            return;
+        };
+        let t = self
+            .threads
+            .get_mut(&e.thread)
+            .expect("placed threads have counters");
+        let mut end = e.time;
+        match e.event {
+            Event::Access(a) => {
+                t.accesses += 1;
+                t.time_units += self.access_cost;
+                end += self.access_cost;
+                self.access(core, &a);
+            }
+            Event::Advance { units, flops } => {
+                t.time_units += units;
+                t.flops += flops;
+                end += units;
+            }
+            _ => {}
+        }
+        let t = self
+            .threads
+            .get_mut(&e.thread)
+            .expect("placed threads have counters");
+        t.end_time = t.end_time.max(end);
+    }
+
+    /// Simulates one memory access by `core`.
+    pub fn access(&mut self, core: usize, a: &Access) {
+        if a.kind == AccessKind::Fetch {
+            // The model has no instruction cache (Cachegrind mode simulates fetches).
+            self.unsimulated_fetches += 1;
+            return;
+        }
+        let size = a.size as u64;
+        let bytes = &mut self.paths[0].per_core[core];
+        if a.kind.reads() {
+            bytes.read += size;
+        }
+        if a.kind.writes() {
+            bytes.write += size;
+        }
+        let first = a.addr >> self.shift;
+        let last = a.addr.saturating_add(size - 1) >> self.shift;
+        for line in first..=last {
+            let start = (line << self.shift).max(a.addr);
+            let end = ((line + 1) << self.shift).min(a.addr.saturating_add(size));
+            let off = (start - (line << self.shift)) as usize;
+            self.access_line(core, line, off, (end - start) as usize, a.kind);
+        }
+    }
+
+    fn cache(&mut self, core: usize, i: usize) -> &mut Cache {
+        if i < self.p {
+            &mut self.private[core][i]
+        } else {
+            &mut self.shared[i - self.p]
+        }
+    }
+
+    fn classifier(&mut self, core: usize, i: usize) -> &mut Classifier {
+        if i < self.p {
+            &mut self.pclass[core][i]
+        } else {
+            &mut self.sclass[i - self.p]
+        }
+    }
+
+    fn path(&mut self, j: usize, core: usize, read: u64, write: u64) {
+        let b = &mut self.paths[j].per_core[core];
+        b.read += read;
+        b.write += write;
+    }
+
+    /// Looks `line` up at level `i` for `core`, counting the access and the hit or
+    /// classified miss.
+    fn lookup(
+        &mut self,
+        core: usize,
+        i: usize,
+        line: u64,
+        kind: AccessKind,
+        off: usize,
+        len: usize,
+    ) -> Option<usize> {
+        self.cores[core].levels[i].accesses.add(kind);
+        let slot = self.cache(core, i).find(line);
+        let cls = self.classifier(core, i);
+        let repeat = cls.last == Some(line) && slot.is_some();
+        let shadow_hit = !repeat && cls.shadow.access(line);
+        match slot {
+            Some(s) => {
+                cls.last = Some(line);
+                if !repeat {
+                    self.cache(core, i).touch(s);
+                }
+                self.cores[core].levels[i].hits += 1;
+                Some(s)
+            }
+            None => {
+                let first = cls.seen.insert(line);
+                let class = if first {
+                    MissClass::Compulsory
+                } else if let Some(&at) = self.lost[core].get(&line).filter(|_| i < self.p) {
+                    let rewritten = self
+                        .written
+                        .get(&line)
+                        .is_some_and(|w| w[off..off + len].iter().any(|&s| s >= at));
+                    if rewritten {
+                        MissClass::CoherenceTrue
+                    } else {
+                        MissClass::CoherenceFalse
+                    }
+                } else if shadow_hit {
+                    MissClass::Conflict
+                } else {
+                    MissClass::Capacity
+                };
+                self.cores[core].levels[i].misses.add(class);
+                None
+            }
+        }
+    }
+
+    /// Whether `core` holds `line` in any private level, and the OR of those copies' states.
+    fn private_state(&self, core: usize, line: u64) -> Option<u8> {
+        let mut state = None;
+        for c in &self.private[core] {
+            if let Some(s) = c.find(line) {
+                state = Some(state.unwrap_or(0) | c.state(s));
+            }
+        }
+        state
+    }
+
+    /// Sets or clears state bits on all of `core`'s private copies of `line`.
+    fn update_private(&mut self, core: usize, line: u64, set: u8, clear: u8) {
+        for c in &mut self.private[core] {
+            if let Some(s) = c.find(line) {
+                let st = c.state(s);
+                c.set_state(s, (st | set) & !clear);
+            }
+        }
+    }
+
+    /// Invalidates every other core's private copies of `line` (for a write by `core`).
+    fn invalidate_others(&mut self, core: usize, line: u64) {
+        let others = self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core);
+        if others == 0 {
+            return;
+        }
+        let seq = self.wseq;
+        let ls = self.line_size as usize;
+        self.written
+            .entry(line)
+            .or_insert_with(|| vec![0; ls].into_boxed_slice());
+        for o in (0..self.cores.len()).filter(|o| others & (1u64 << o) != 0) {
+            for i in 0..self.p {
+                if self.private[o][i].invalidate(line).is_some() {
+                    let cls = &mut self.pclass[o][i];
+                    cls.removed(line);
+                    cls.shadow.remove(line);
+                }
+            }
+            self.lost[o].insert(line, seq);
+            self.cores[core].invalidations_sent += 1;
+            self.cores[o].invalidations_received += 1;
+        }
+        let entry = self.sharers.entry(line).or_insert(0);
+        *entry &= 1u64 << core;
+        if *entry == 0 {
+            self.sharers.remove(&line);
+        }
+    }
+
+    /// Coherence for a miss in all of `core`'s private levels. Returns whether another core
+    /// supplies the (dirty) line.
+    fn remote(&mut self, core: usize, line: u64, write: bool) -> bool {
+        let others = self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core);
+        if others == 0 {
+            return false;
+        }
+        let owner = (0..self.cores.len()).find(|&o| {
+            others & (1u64 << o) != 0 && self.private_state(o, line).is_some_and(|s| s & OWNED != 0)
+        });
+        let dirty_owner =
+            owner.filter(|&o| self.private_state(o, line).is_some_and(|s| s & DIRTY != 0));
+        if write {
+            self.invalidate_others(core, line);
+        } else if let Some(o) = owner {
+            // M → S (dirty data also goes back down) or E → S.
+            if dirty_owner.is_some() {
+                if let Some(i) = (0..self.p).rev().find(|&i| {
+                    self.private[o][i]
+                        .find(line)
+                        .is_some_and(|s| self.private[o][i].state(s) & DIRTY != 0)
+                }) {
+                    self.cores[o].levels[i].writebacks += 1;
+                    self.write_back(o, i, line);
+                }
+            }
+            self.update_private(o, line, 0, OWNED | DIRTY);
+        }
+        if dirty_owner.is_some() {
+            self.cores[core].cache_to_cache += 1;
+            let c2c = self.paths.len() - 1;
+            self.path(c2c, core, self.line_size, 0);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn access_line(&mut self, core: usize, line: u64, off: usize, len: usize, kind: AccessKind) {
+        let write = kind.writes();
+        let pure_store = kind == AccessKind::Store;
+        if write {
+            self.wseq += 1;
+        }
+        // 1. Private levels.
+        let mut source = Source::Memory;
+        let mut found_private = false;
+        for i in 0..self.p {
+            if self.lookup(core, i, line, kind, off, len).is_some() {
+                source = Source::Level(i);
+                found_private = true;
+                break;
+            }
+        }
+        // 2. Coherence.
+        if found_private {
+            let owned = self
+                .private_state(core, line)
+                .is_some_and(|s| s & OWNED != 0);
+            if write && !owned {
+                self.cores[core].upgrades += 1;
+                self.invalidate_others(core, line);
+            }
+        } else if self.p > 0 && self.remote(core, line, write) {
+            source = Source::Remote;
+        }
+        // 3. Shared levels, then memory.
+        if source == Source::Memory {
+            for i in self.p..self.n {
+                if self.lookup(core, i, line, kind, off, len).is_some() {
+                    source = Source::Level(i);
+                    break;
+                }
+            }
+        }
+        // 4. Move the line up and fill.
+        let (from, moved_state) = match source {
+            Source::Level(i) => {
+                let cache = self.cache(core, i);
+                let st = cache.find(line).map_or(0, |s| cache.state(s));
+                (i, st)
+            }
+            Source::Remote => (self.p, 0),
+            Source::Memory => (self.n, 0),
+        };
+        let fills = |e: &Self, i: usize| {
+            let l = &e.model.levels[i];
+            l.inclusion != Inclusion::Exclusive && !(pure_store && l.write == WritePolicy::Through)
+        };
+        let top = (0..from).find(|&i| fills(self, i));
+        if let Some(top) = top {
+            // The line crosses every boundary between its source and the top level filled; a
+            // cache-to-cache transfer enters at the last private level.
+            let last_path = if source == Source::Remote {
+                self.p - 1
+            } else {
+                from
+            };
+            for j in top + 1..=last_path {
+                self.path(j, core, self.line_size, 0);
+            }
+        }
+        let exclusive_source = matches!(source, Source::Level(i) if self.model.levels[i].inclusion == Inclusion::Exclusive);
+        let others_share = self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core) != 0;
+        // Copies filled from the core's own levels inherit their ownership; MESI's E is granted
+        // only to a line fetched from outside the core with no other sharer.
+        let owned_now = write
+            || if found_private {
+                self.private_state(core, line)
+                    .is_some_and(|s| s & OWNED != 0)
+            } else {
+                self.mesi && !others_share
+            };
+        for i in (0..from).rev() {
+            if !fills(self, i) {
+                continue;
+            }
+            let mut state = if i < self.p && owned_now { OWNED } else { 0 };
+            if exclusive_source && Some(i) == top {
+                // The victim level gives the line up; its dirt moves with it.
+                state |= moved_state & DIRTY;
+            }
+            self.fill(core, i, line, state);
+        }
+        if exclusive_source {
+            if let Source::Level(i) = source {
+                if top.is_some() {
+                    self.cache(core, i).invalidate(line);
+                    self.classifier(core, i).removed(line);
+                    if i < self.p {
+                        self.private_copy_gone(core, line);
+                    }
+                }
+            }
+        }
+        if owned_now && write {
+            self.update_private(core, line, OWNED, 0);
+        }
+        if self.p > 0 && self.private_state(core, line).is_some() {
+            self.lost[core].remove(&line);
+        }
+        // 5. The written bytes.
+        if write {
+            self.propagate_write(core, line, len as u64);
+            if let Some(w) = self.written.get_mut(&line) {
+                w[off..off + len].fill(self.wseq);
+            }
+        }
+    }
+
+    /// Marks the first write-back level holding `line` dirty; write-through levels pass the
+    /// bytes down.
+    fn propagate_write(&mut self, core: usize, line: u64, len: u64) {
+        for i in 0..self.n {
+            let wb = self.model.levels[i].write == WritePolicy::Back;
+            let cache = self.cache(core, i);
+            if let Some(s) = cache.find(line) {
+                if wb {
+                    let st = cache.state(s);
+                    cache.set_state(s, st | DIRTY);
+                    return;
+                }
+            }
+            self.path(i + 1, core, 0, len);
+        }
+    }
+
+    /// Dirty data of `line` leaves level `from` of `core`: it goes to the next level holding
+    /// the line (marked dirty there) or to memory.
+    fn write_back(&mut self, core: usize, from: usize, line: u64) {
+        for j in from + 1..=self.n {
+            self.path(j, core, 0, self.line_size);
+            if j < self.n {
+                let cache = self.cache(core, j);
+                if let Some(s) = cache.find(line) {
+                    let st = cache.state(s);
+                    cache.set_state(s, st | DIRTY);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Bookkeeping after one of `core`'s private copies of `line` disappeared.
+    fn private_copy_gone(&mut self, core: usize, line: u64) {
+        if self.private_state(core, line).is_none() {
+            if let Some(s) = self.sharers.get_mut(&line) {
+                *s &= !(1u64 << core);
+                if *s == 0 {
+                    self.sharers.remove(&line);
+                }
+            }
+        }
+    }
+
+    /// Inserts `line` at level `i` for `core` and deals with the victim.
+    fn fill(&mut self, core: usize, i: usize, line: u64, state: u8) {
+        if self.cache(core, i).find(line).is_some() {
+            return;
+        }
+        let victim = self.cache(core, i).fill(line, state);
+        self.classifier(core, i).last = Some(line);
+        if i < self.p {
+            *self.sharers.entry(line).or_insert(0) |= 1u64 << core;
+        }
+        if let Some(v) = victim {
+            self.evicted(core, i, v);
+        }
+    }
+
+    fn evicted(&mut self, core: usize, i: usize, v: Evicted) {
+        self.cores[core].levels[i].evictions += 1;
+        self.classifier(core, i).removed(v.line);
+        if i < self.p {
+            self.private_copy_gone(core, v.line);
+        }
+        let dirty = v.state & DIRTY != 0;
+        let next_exclusive = self
+            .model
+            .levels
+            .get(i + 1)
+            .is_some_and(|l| l.inclusion == Inclusion::Exclusive);
+        if next_exclusive {
+            // The victim level receives every line evicted above it.
+            if dirty {
+                self.cores[core].levels[i].writebacks += 1;
+            }
+            self.path(i + 1, core, 0, self.line_size);
+            let keep = if i + 1 < self.p {
+                v.state & (DIRTY | OWNED)
+            } else {
+                v.state & DIRTY
+            };
+            self.fill(core, i + 1, v.line, keep);
+        } else if dirty {
+            self.cores[core].levels[i].writebacks += 1;
+            self.write_back(core, i, v.line);
+        }
+        if self.model.levels[i].inclusion == Inclusion::Inclusive {
+            self.back_invalidate(core, i, v.line);
+        }
+    }
+
+    /// An inclusive level `i` lost `line`: remove it from the levels above (every core's, if
+    /// level `i` is shared).
+    fn back_invalidate(&mut self, core: usize, i: usize, line: u64) {
+        let cores: Vec<usize> = if i < self.p {
+            vec![core]
+        } else {
+            (0..self.cores.len()).collect()
+        };
+        for c in cores {
+            for j in (0..i).rev() {
+                if let Some(state) = self.cache(c, j).invalidate(line) {
+                    self.classifier(c, j).removed(line);
+                    self.cores[c].levels[j].back_invalidations += 1;
+                    if state & DIRTY != 0 {
+                        self.cores[c].levels[j].writebacks += 1;
+                        self.write_back(c, j, line);
+                    }
+                    if j < self.p {
+                        self.private_copy_gone(c, line);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks the coherence invariants: at most one core owns a line and then no other core
+    /// holds it; a core's copies agree on ownership; the directory matches the caches.
+    /// Returns a description of the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut holders: BTreeMap<u64, Vec<(usize, u8)>> = BTreeMap::new();
+        for (c, levels) in self.private.iter().enumerate() {
+            let mut per_line: BTreeMap<u64, (u8, u8)> = BTreeMap::new();
+            for cache in levels {
+                for (line, st) in cache.lines() {
+                    let e = per_line.entry(line).or_insert((st & OWNED, st & OWNED));
+                    e.0 |= st & OWNED;
+                    e.1 &= st & OWNED;
+                }
+            }
+            for (line, (any, all)) in per_line {
+                if any != all {
+                    return Err(format!(
+                        "core {c} line {line:#x}: copies disagree on ownership"
+                    ));
+                }
+                holders.entry(line).or_default().push((c, any));
+            }
+        }
+        for (line, hs) in &holders {
+            let owners = hs.iter().filter(|(_, o)| *o != 0).count();
+            if owners > 1 || (owners == 1 && hs.len() > 1) {
+                return Err(format!(
+                    "line {line:#x}: held by {hs:?} (one writer or many readers violated)"
+                ));
+            }
+            let mask = hs.iter().fold(0u64, |m, (c, _)| m | (1u64 << c));
+            if self.sharers.get(line).copied().unwrap_or(0) != mask {
+                return Err(format!(
+                    "line {line:#x}: directory {:?} but caches {mask:#b}",
+                    self.sharers.get(line)
+                ));
+            }
+        }
+        if let Some((line, _)) = self.sharers.iter().find(|(l, _)| !holders.contains_key(l)) {
+            return Err(format!("line {line:#x}: in the directory but in no cache"));
+        }
+        Ok(())
+    }
+
+    /// The report so far.
+    pub fn report(&self) -> SimReport {
+        let mut paths = self.paths.clone();
+        for p in &mut paths {
+            p.total = p
+                .per_core
+                .iter()
+                .fold(PathBytes::default(), |t, b| PathBytes {
+                    read: t.read + b.read,
+                    write: t.write + b.write,
+                });
+        }
+        let mut r = SimReport {
+            schema: REPORT_SCHEMA,
+            engine: "exact".into(),
+            machine: self.model.clone(),
+            time_unit: self.time_unit,
+            cores: self.cores.clone(),
+            levels: Vec::new(),
+            paths,
+            threads: self.threads.values().cloned().collect(),
+            unsimulated_fetches: self.unsimulated_fetches,
+            cachegrind: None,
+        };
+        r.sum_levels();
+        r
+    }
+}

@@ -1,0 +1,631 @@
+//! The machine model: cores, cache levels, coherence and the bandwidth model, read from TOML
+//! (or an embedded preset) and validated with errors that name the field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// An invalid or unreadable machine model.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+#[error("machine model {source_name}: {field}: {reason}")]
+pub struct ModelError {
+    /// Where the model came from (file path or preset name).
+    pub source_name: String,
+    /// The offending field, e.g. `levels[1].assoc`.
+    pub field: String,
+    /// Why it is wrong.
+    pub reason: String,
+}
+
+/// Cache line replacement policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    /// True least-recently-used.
+    #[default]
+    Lru,
+    /// Tree pseudo-LRU (associativity must be a power of two).
+    Plru,
+    /// First in, first out.
+    Fifo,
+    /// Uniformly random victim from a seeded generator.
+    Random,
+}
+
+/// What a store does at this level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    /// Write-back with write-allocate.
+    #[default]
+    Back,
+    /// Write-through without write-allocate.
+    Through,
+}
+
+/// How a level's contents relate to the levels above it (closer to the core).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inclusion {
+    /// Filled on the way to the core; evictions do not touch the levels above.
+    #[default]
+    NonInclusive,
+    /// Holds everything the levels above hold: evicting a line back-invalidates it above.
+    Inclusive,
+    /// Victim cache: holds only lines evicted from above; a hit moves the line up.
+    Exclusive,
+}
+
+/// Coherence protocol among private caches (directory based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// Modified / Shared / Invalid.
+    #[default]
+    Msi,
+    /// MSI plus Exclusive: a read with no other sharer gets E, and a write to E needs no
+    /// upgrade.
+    Mesi,
+}
+
+fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Int(n) => Ok(n),
+        Raw::Text(s) => parse_size(&s).map_err(serde::de::Error::custom),
+    }
+}
+
+/// Parses `4096`, `32K`, `3M`, `1G` (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a size: {s:?} (examples: 32768, 32K, 3M)"))
+}
+
+/// One cache level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelConfig {
+    /// Name used in reports and bandwidth paths, e.g. `L1`.
+    pub name: String,
+    /// Capacity in bytes (integer or `32K`-style string).
+    #[serde(deserialize_with = "de_size")]
+    pub size: u64,
+    /// Ways per set.
+    pub assoc: u32,
+    /// Replacement policy.
+    #[serde(default)]
+    pub replacement: Replacement,
+    /// Write policy.
+    #[serde(default)]
+    pub write: WritePolicy,
+    /// Inclusion relative to the levels above.
+    #[serde(default)]
+    pub inclusion: Inclusion,
+    /// Shared by all cores (otherwise one private instance per core).
+    #[serde(default)]
+    pub shared: bool,
+    /// Load-to-use latency in cycles, for reports.
+    #[serde(default)]
+    pub latency: u32,
+}
+
+impl LevelConfig {
+    /// Number of lines.
+    pub fn lines(&self, line_size: u32) -> u64 {
+        self.size / line_size as u64
+    }
+
+    /// Number of sets.
+    pub fn sets(&self, line_size: u32) -> u64 {
+        self.lines(line_size) / self.assoc as u64
+    }
+}
+
+/// Bandwidth limits of one data path, GB/s (thesis Table 4.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PathLimit {
+    /// Read (towards the core) limit per core.
+    #[serde(default)]
+    pub read_gbs: Option<f64>,
+    /// Write (away from the core) limit per core.
+    #[serde(default)]
+    pub write_gbs: Option<f64>,
+    /// Read limit summed over all cores (merge point), for paths below a shared level.
+    #[serde(default)]
+    pub total_read_gbs: Option<f64>,
+    /// Write limit summed over all cores.
+    #[serde(default)]
+    pub total_write_gbs: Option<f64>,
+}
+
+/// Peak performance and data path limits for bandwidth and runtime analysis (thesis §4.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BandwidthModel {
+    /// Core clock, GHz.
+    pub ghz: f64,
+    /// Instructions per cycle at peak.
+    pub ipc: f64,
+    /// Floating-point operations per cycle at peak.
+    #[serde(default)]
+    pub flops_per_cycle: Option<f64>,
+    /// Cost of one false-sharing event, cycles (τ of thesis §4.2).
+    #[serde(default)]
+    pub false_sharing_penalty_cycles: Option<f64>,
+    /// Limits by path name: `core-L1`, `L1-L2`, ..., `<last>-mem`, and `<last private
+    /// level>-<same>` for cache-to-cache transfers (e.g. `L1-L1`).
+    #[serde(default)]
+    pub paths: BTreeMap<String, PathLimit>,
+}
+
+/// A whole machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineModel {
+    /// Model name.
+    pub name: String,
+    /// Simulated cores (1..=64).
+    pub cores: u32,
+    /// Line size in bytes, the same for every level (power of two, 8..=512).
+    pub line_size: u32,
+    /// Coherence protocol among the private levels.
+    #[serde(default)]
+    pub coherence: Protocol,
+    /// Seed for random replacement.
+    #[serde(default)]
+    pub seed: u64,
+    /// Cache levels from the core outwards: private levels first, then shared ones.
+    pub levels: Vec<LevelConfig>,
+    /// Bandwidth model, when the analysis needs one.
+    #[serde(default)]
+    pub bandwidth: Option<BandwidthModel>,
+}
+
+/// Largest number of simulated cores (sharer sets are 64-bit masks).
+pub const MAX_CORES: u32 = 64;
+
+const PRESETS: [(&str, &str); 2] = [
+    ("ivybridge-4c", include_str!("../presets/ivybridge-4c.toml")),
+    ("cachegrind", include_str!("../presets/cachegrind.toml")),
+];
+
+/// Names of the embedded presets (plus `host`).
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|(n, _)| *n).chain(["host"]).collect()
+}
+
+impl MachineModel {
+    /// Loads a preset by name or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Self, ModelError> {
+        if let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == name_or_path) {
+            return Self::from_toml(text, name_or_path);
+        }
+        if name_or_path == "host" {
+            return Self::host();
+        }
+        let path = Path::new(name_or_path);
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError {
+            source_name: name_or_path.to_string(),
+            field: "(file)".into(),
+            reason: format!(
+                "{e}; not a file, and not a preset ({})",
+                preset_names().join(", ")
+            ),
+        })?;
+        Self::from_toml(&text, name_or_path)
+    }
+
+    /// Parses and validates a TOML model.
+    pub fn from_toml(text: &str, source_name: &str) -> Result<Self, ModelError> {
+        let model: MachineModel = toml::from_str(text).map_err(|e| ModelError {
+            source_name: source_name.to_string(),
+            field: e
+                .span()
+                .map(|s| format!("line {}", text[..s.start].lines().count().max(1)))
+                .unwrap_or_else(|| "(toml)".into()),
+            reason: e.message().to_string(),
+        })?;
+        model.validate(source_name)?;
+        Ok(model)
+    }
+
+    /// The model as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Index of the first shared level (= number of private levels).
+    pub fn private_levels(&self) -> usize {
+        self.levels.iter().take_while(|l| !l.shared).count()
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self, source_name: &str) -> Result<(), ModelError> {
+        let bad = |field: String, reason: String| {
+            Err(ModelError {
+                source_name: source_name.to_string(),
+                field,
+                reason,
+            })
+        };
+        if !(1..=MAX_CORES).contains(&self.cores) {
+            return bad(
+                "cores".into(),
+                format!("must be 1..={MAX_CORES}, not {}", self.cores),
+            );
+        }
+        if !self.line_size.is_power_of_two() || !(8..=512).contains(&self.line_size) {
+            return bad(
+                "line_size".into(),
+                format!("must be a power of two in 8..=512, not {}", self.line_size),
+            );
+        }
+        if self.levels.is_empty() {
+            return bad("levels".into(), "at least one cache level is needed".into());
+        }
+        let mut seen_shared = false;
+        for (i, l) in self.levels.iter().enumerate() {
+            let f = |name: &str| format!("levels[{i}].{name}");
+            if l.name.is_empty()
+                || l.name.contains(['-', ' '])
+                || l.name == "core"
+                || l.name == "mem"
+            {
+                return bad(
+                    f("name"),
+                    format!(
+                        "{:?}: use a short name like L1 (no '-', spaces, 'core' or 'mem')",
+                        l.name
+                    ),
+                );
+            }
+            if self.levels[..i].iter().any(|o| o.name == l.name) {
+                return bad(f("name"), format!("{:?} is used twice", l.name));
+            }
+            if l.assoc == 0 {
+                return bad(f("assoc"), "must be at least 1".into());
+            }
+            if l.size == 0 || l.size % self.line_size as u64 != 0 {
+                return bad(
+                    f("size"),
+                    format!(
+                        "{} is not a positive multiple of the line size {}",
+                        l.size, self.line_size
+                    ),
+                );
+            }
+            let lines = l.lines(self.line_size);
+            if lines % l.assoc as u64 != 0 {
+                return bad(
+                    f("assoc"),
+                    format!(
+                        "{lines} lines cannot be split into sets of {} ways",
+                        l.assoc
+                    ),
+                );
+            }
+            if l.replacement == Replacement::Plru && (!l.assoc.is_power_of_two() || l.assoc > 64) {
+                return bad(
+                    f("replacement"),
+                    format!(
+                        "tree PLRU needs a power-of-two associativity ≤ 64, not {}",
+                        l.assoc
+                    ),
+                );
+            }
+            if l.shared {
+                seen_shared = true;
+            } else if seen_shared {
+                return bad(
+                    f("shared"),
+                    "a private level cannot come after a shared one".into(),
+                );
+            }
+            if i == 0 && l.inclusion != Inclusion::NonInclusive {
+                return bad(
+                    f("inclusion"),
+                    "the first level has no level above it; use non-inclusive".into(),
+                );
+            }
+            if l.inclusion == Inclusion::Exclusive && l.write == WritePolicy::Through {
+                return bad(
+                    f("write"),
+                    "an exclusive (victim) level must be write-back".into(),
+                );
+            }
+        }
+        if let Some(bw) = &self.bandwidth {
+            for (name, v) in [("bandwidth.ghz", bw.ghz), ("bandwidth.ipc", bw.ipc)] {
+                if !(v.is_finite() && v > 0.0) {
+                    return bad(name.into(), format!("must be positive, not {v}"));
+                }
+            }
+            let known = self.path_names();
+            for (name, limit) in &bw.paths {
+                if !known.contains(name) {
+                    return bad(
+                        format!("bandwidth.paths.{name}"),
+                        format!("no such path; this hierarchy has {}", known.join(", ")),
+                    );
+                }
+                for (field, v) in [
+                    ("read_gbs", limit.read_gbs),
+                    ("write_gbs", limit.write_gbs),
+                    ("total_read_gbs", limit.total_read_gbs),
+                    ("total_write_gbs", limit.total_write_gbs),
+                ] {
+                    if let Some(v) = v {
+                        if !(v.is_finite() && v > 0.0) {
+                            return bad(
+                                format!("bandwidth.paths.{name}.{field}"),
+                                format!("must be positive, not {v}"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Names of the data paths: `core-L1`, one per adjacent level pair, `<last>-mem`, and the
+    /// cache-to-cache path `<last private>-<last private>` when there are private levels.
+    pub fn path_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut upper = "core".to_string();
+        for l in &self.levels {
+            names.push(format!("{upper}-{}", l.name));
+            upper = l.name.clone();
+        }
+        names.push(format!("{upper}-mem"));
+        if let Some(p) = self.levels.iter().take_while(|l| !l.shared).last() {
+            names.push(format!("{0}-{0}", p.name));
+        }
+        names
+    }
+
+    /// Applies `key=value` overrides, e.g. `cores=2`, `levels.L1.size=64K`,
+    /// `levels.0.assoc=4`, `coherence=mesi`, then validates again.
+    pub fn apply_overrides(
+        &mut self,
+        overrides: &[String],
+        source_name: &str,
+    ) -> Result<(), ModelError> {
+        let mut value = toml::Value::try_from(&*self).map_err(|e| ModelError {
+            source_name: source_name.into(),
+            field: "(model)".into(),
+            reason: e.to_string(),
+        })?;
+        for o in overrides {
+            let bad = |reason: String| ModelError {
+                source_name: source_name.into(),
+                field: o.clone(),
+                reason,
+            };
+            let (key, raw) = o
+                .split_once('=')
+                .ok_or_else(|| bad("an override is KEY=VALUE".into()))?;
+            let mut slot = &mut value;
+            let parts: Vec<&str> = key.trim().split('.').collect();
+            for (depth, part) in parts.iter().enumerate() {
+                slot = match slot {
+                    toml::Value::Table(t) => {
+                        let last = depth + 1 == parts.len();
+                        if !t.contains_key(*part) && !last {
+                            return Err(bad(format!("no field {part:?}")));
+                        }
+                        t.entry(part.to_string()).or_insert(toml::Value::Integer(0))
+                    }
+                    toml::Value::Array(a) => {
+                        let idx = part.parse::<usize>().ok().or_else(|| {
+                            a.iter()
+                                .position(|l| l.get("name").and_then(|n| n.as_str()) == Some(part))
+                        });
+                        match idx.and_then(|i| a.get_mut(i)) {
+                            Some(v) => v,
+                            None => return Err(bad(format!("no level {part:?}"))),
+                        }
+                    }
+                    _ => return Err(bad(format!("{part:?} is not inside a table"))),
+                };
+            }
+            let raw = raw.trim();
+            *slot = raw
+                .parse::<i64>()
+                .map(toml::Value::Integer)
+                .or_else(|_| raw.parse::<f64>().map(toml::Value::Float))
+                .or_else(|_| raw.parse::<bool>().map(toml::Value::Boolean))
+                .unwrap_or_else(|_| toml::Value::String(raw.to_string()));
+        }
+        let text = toml::to_string(&value).map_err(|e| ModelError {
+            source_name: source_name.into(),
+            field: "(overrides)".into(),
+            reason: e.to_string(),
+        })?;
+        *self = Self::from_toml(&text, &format!("{source_name} with overrides"))?;
+        Ok(())
+    }
+
+    /// The machine this process runs on, from /sys/devices/system/cpu/cpu0/cache: private
+    /// data/unified levels, shared levels by `shared_cpu_list`.
+    pub fn host() -> Result<Self, ModelError> {
+        let err = |reason: String| ModelError {
+            source_name: "host".into(),
+            field: "/sys/devices/system/cpu/cpu0/cache".into(),
+            reason,
+        };
+        let base = Path::new("/sys/devices/system/cpu/cpu0/cache");
+        let read = |p: &Path| std::fs::read_to_string(p).map(|s| s.trim().to_string());
+        let mut found = Vec::new();
+        let entries = std::fs::read_dir(base).map_err(|e| err(e.to_string()))?;
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            if !dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("index"))
+            {
+                continue;
+            }
+            let get = |f: &str| {
+                read(&dir.join(f)).map_err(|e| err(format!("{}/{f}: {e}", dir.display())))
+            };
+            let kind = get("type")?;
+            if kind == "Instruction" {
+                continue;
+            }
+            let level: u32 = get("level")?.parse().map_err(|_| err("bad level".into()))?;
+            let size = parse_size(&get("size")?).map_err(err)?;
+            let assoc: u32 = get("ways_of_associativity")?.parse().unwrap_or(1);
+            let line: u32 = get("coherency_line_size")?.parse().unwrap_or(64);
+            let shared_list = get("shared_cpu_list").unwrap_or_default();
+            let shared = shared_list.contains(['-', ',']);
+            found.push((level, size, assoc.max(1), line, shared));
+        }
+        found.sort_by_key(|f| f.0);
+        if found.is_empty() {
+            return Err(err("no cache levels found".into()));
+        }
+        let line_size = found[0].3;
+        let cores = std::thread::available_parallelism()
+            .map_or(1, |n| n.get() as u32)
+            .min(MAX_CORES);
+        let model = MachineModel {
+            name: "host".into(),
+            cores,
+            line_size,
+            coherence: Protocol::Mesi,
+            seed: 0,
+            levels: found
+                .iter()
+                .map(|&(level, size, assoc, _, shared)| LevelConfig {
+                    name: format!("L{level}"),
+                    size,
+                    assoc,
+                    replacement: Replacement::Lru,
+                    write: WritePolicy::Back,
+                    inclusion: Inclusion::NonInclusive,
+                    shared,
+                    latency: 0,
+                })
+                .collect(),
+            bandwidth: None,
+        };
+        model.validate("host")?;
+        Ok(model)
+    }
+}
+
+impl fmt::Display for MachineModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} cores, {} B lines, {:?}",
+            self.name, self.cores, self.line_size, self.coherence
+        )?;
+        for l in &self.levels {
+            write!(
+                f,
+                "; {} {} KiB {}-way {}{:?}",
+                l.name,
+                l.size / 1024,
+                l.assoc,
+                if l.shared { "shared " } else { "" },
+                l.replacement
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_load() {
+        for name in preset_names() {
+            if name == "host" && !Path::new("/sys/devices/system/cpu/cpu0/cache").exists() {
+                continue;
+            }
+            let m = MachineModel::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!m.levels.is_empty());
+        }
+        let ivb = MachineModel::load("ivybridge-4c").unwrap();
+        assert_eq!((ivb.cores, ivb.line_size), (4, 64));
+        assert_eq!(ivb.levels[0].size, 32 << 10);
+        assert_eq!(ivb.levels[1].sets(64), 4096);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let base = include_str!("../presets/ivybridge-4c.toml");
+        let e = MachineModel::from_toml(&base.replace("assoc = 12", "assoc = 7"), "t").unwrap_err();
+        assert_eq!(e.field, "levels[1].assoc");
+        let e = MachineModel::from_toml(&base.replace("line_size = 64", "line_size = 48"), "t")
+            .unwrap_err();
+        assert_eq!(e.field, "line_size");
+        let e = MachineModel::from_toml(&base.replace("cores = 4", "cores = 0"), "t").unwrap_err();
+        assert_eq!(e.field, "cores");
+        let e = MachineModel::from_toml(
+            &base.replace("replacement = \"lru\"", "replacement = \"mru\""),
+            "t",
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("mru"), "{e}");
+        assert!(e.field.starts_with("line "), "{e}");
+    }
+
+    #[test]
+    fn non_power_of_two_sets_are_fine() {
+        let base = include_str!("../presets/ivybridge-4c.toml");
+        let m = MachineModel::from_toml(&base.replace("size = \"3M\"", "size = \"2880K\""), "t")
+            .unwrap();
+        assert_eq!(m.levels[1].sets(64), 3840);
+    }
+
+    #[test]
+    fn overrides() {
+        let mut m = MachineModel::load("ivybridge-4c").unwrap();
+        m.apply_overrides(
+            &[
+                "levels.L1.size=64K".into(),
+                "cores=2".into(),
+                "coherence=mesi".into(),
+            ],
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            (m.levels[0].size, m.cores, m.coherence),
+            (64 << 10, 2, Protocol::Mesi)
+        );
+        let e = m
+            .apply_overrides(&["levels.L9.size=1".into()], "t")
+            .unwrap_err();
+        assert!(e.reason.contains("L9"), "{e}");
+        let e = m
+            .apply_overrides(&["levels.L1.assoc=0".into()], "t")
+            .unwrap_err();
+        assert_eq!(e.field, "levels[0].assoc");
+    }
+}

@@ -1,0 +1,69 @@
+//! Running an engine over a trace file.
+
+use cachescope_schema::{Event, TraceError, TraceFile};
+
+use crate::cachegrind::{CachegrindSim, CgConfig};
+use crate::counters::{CachegrindReport, SimReport};
+use crate::exact::{ExactEngine, MappingError, ThreadMapping};
+use crate::model::MachineModel;
+
+/// Why a simulation could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The trace is unreadable or inconsistent.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// Threads cannot be placed on the machine's cores.
+    #[error(transparent)]
+    Mapping(#[from] MappingError),
+}
+
+/// Simulates `trace` on `model` with the exact engine.
+pub fn simulate_exact(
+    trace: &TraceFile,
+    model: &MachineModel,
+    mapping: &ThreadMapping,
+) -> Result<SimReport, SimError> {
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let placement = mapping.place(&threads, model.cores)?;
+    let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
+    for e in trace.merged()? {
+        let e = e.map_err(|err| err.at_path(trace.path()))?;
+        engine.process(&e);
+    }
+    Ok(engine.report())
+}
+
+/// Simulates `trace` with Cachegrind's algorithm (all threads share one I1/D1/LL, as under
+/// valgrind). The report's cores/levels/paths come from the exact engine on `model` (one core
+/// per thread is not Cachegrind's view, so the cores are simulated one-to-one only when the
+/// model has enough cores; otherwise round-robin).
+pub fn simulate_cachegrind(
+    trace: &TraceFile,
+    model: &MachineModel,
+    cfg: CgConfig,
+) -> Result<SimReport, SimError> {
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let mapping = if threads.len() <= model.cores as usize {
+        ThreadMapping::OneToOne
+    } else {
+        ThreadMapping::RoundRobin
+    };
+    let placement = mapping.place(&threads, model.cores)?;
+    let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
+    let mut cg = CachegrindSim::new(cfg);
+    for e in trace.merged()? {
+        let e = e.map_err(|err| err.at_path(trace.path()))?;
+        if let Event::Access(a) = &e.event {
+            cg.access(a);
+        }
+        engine.process(&e);
+    }
+    let mut report = engine.report();
+    report.engine = "cachegrind".into();
+    report.cachegrind = Some(CachegrindReport {
+        config: cfg,
+        events: cg.counts,
+    });
+    Ok(report)
+}
