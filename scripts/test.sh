@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast

@@ -24,6 +24,57 @@ pub enum Command {
     /// Inspect, check and generate trace files.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Convert another tool's memory trace into a cachescope trace.
+    #[command(subcommand)]
+    Import(ImportCommand),
+    /// Replay a trace through a simulated cache hierarchy.
+    Simulate(SimulateArgs),
+}
+
+/// `cachescope import ...`.
+#[derive(Subcommand, Debug)]
+pub enum ImportCommand {
+    /// Valgrind Lackey output (`valgrind --tool=lackey --trace-mem=yes --log-file=FILE`).
+    Lackey {
+        /// Lackey output file, or `-` for stdin.
+        input: PathBuf,
+        /// Output trace file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Program name to record in the trace header.
+        #[arg(long, default_value = "unknown")]
+        program: String,
+    },
+}
+
+/// `cachescope simulate`.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// Machine model: a preset (ivybridge-4c, cachegrind, host) or a TOML file.
+    #[arg(long, short, default_value = "ivybridge-4c")]
+    pub machine: String,
+    /// Override one model field, e.g. `--set levels.L1.size=64K --set coherence=mesi`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Thread placement: one-to-one, round-robin, or THREAD:CORE,... pairs.
+    #[arg(long, default_value = "one-to-one")]
+    pub map: String,
+    /// Cachegrind's I1 geometry SIZE,ASSOC,LINE (with --machine cachegrind).
+    #[arg(long = "I1", value_name = "SIZE,ASSOC,LINE")]
+    pub i1: Option<String>,
+    /// Cachegrind's D1 geometry SIZE,ASSOC,LINE (with --machine cachegrind).
+    #[arg(long = "D1", value_name = "SIZE,ASSOC,LINE")]
+    pub d1: Option<String>,
+    /// Cachegrind's LL geometry SIZE,ASSOC,LINE (with --machine cachegrind).
+    #[arg(long = "LL", value_name = "SIZE,ASSOC,LINE")]
+    pub ll: Option<String>,
+    /// Use the complete chunks of a damaged or interrupted trace.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
 }
 
 /// `cachescope demo`.

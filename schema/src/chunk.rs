@@ -34,6 +34,7 @@ impl ChunkEncoder {
         for e in events {
             self.columns.push(e);
         }
+        self.columns.finish();
         self.raw.clear();
         let mut lengths = [0u32; COLUMN_COUNT];
         for (len, col) in lengths.iter_mut().zip(&self.columns.columns) {
@@ -57,13 +58,18 @@ impl ChunkDecoder {
         let total: usize = chunk.column_lengths.iter().map(|&l| l as usize).sum();
         // Limits were checked when the record was decoded, so `total` is bounded. The zero
         // padding after the columns lets the column decoder use 8-byte loads everywhere.
-        self.raw.clear();
-        self.raw.resize(total + DECODE_PADDING, 0);
+        // The buffer only grows: LZ4 overwrites the columns (or we fail on a short output
+        // below), so only the padding needs zeroing, not the whole buffer per chunk.
+        let padded = total + DECODE_PADDING;
+        if self.raw.len() < padded {
+            self.raw.resize(padded, 0);
+        }
         let n =
             lz4_flex::block::decompress_into(&chunk.data, &mut self.raw[..total]).map_err(|e| {
                 TraceError::new(ErrorKind::Malformed, format!("LZ4 data: {e}"))
                     .in_thread(chunk.meta.thread)
             })?;
+        self.raw[total..padded].fill(0);
         if n != total {
             return Err(TraceError::new(
                 ErrorKind::Malformed,
@@ -80,7 +86,7 @@ impl ChunkDecoder {
         }
         let before = out.len();
         decode_columns(
-            &self.raw,
+            &self.raw[..padded],
             chunk.column_lengths,
             chunk.meta.has_code_positions,
             out,

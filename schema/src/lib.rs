@@ -29,6 +29,7 @@ pub mod scan;
 pub mod summary;
 pub mod synth;
 #[allow(clippy::all, missing_docs, unused, unreachable_pub)]
+#[rustfmt::skip]
 pub mod trace_capnp;
 pub mod writer;
 

@@ -10,7 +10,9 @@
 //! * the unified LL is accessed only on an L1 miss, with the same address and size;
 //! * write-allocate: stores are simulated like loads;
 //! * a modify (load and store of the same address by one instruction) counts as one read;
-//! * data sizes above 16 bytes are clamped to 16 (Cachegrind's `MIN_LINE_SIZE`);
+//! * data accesses larger than the smallest configured line size are simulated as that many
+//!   bytes (Cachegrind clamps only dirty-helper accesses such as `fxsave`, but every other
+//!   access is at most 64 bytes, so clamping all of them is the same);
 //! * instruction fetches go through I1 with the instruction's size.
 
 use serde::Serialize;
@@ -179,12 +181,11 @@ pub struct CachegrindSim {
     i1: CgCache,
     d1: CgCache,
     ll: CgCache,
+    /// Largest simulated data access: the smallest line size (Cachegrind's `min_line_size`).
+    max_data_size: u64,
     /// The counts so far.
     pub counts: CgCounts,
 }
-
-/// Cachegrind's `MIN_LINE_SIZE`: larger data accesses are simulated as this many bytes.
-const MAX_DATA_SIZE: u64 = 16;
 
 impl CachegrindSim {
     /// A cold simulator.
@@ -193,6 +194,7 @@ impl CachegrindSim {
             i1: CgCache::new(cfg.i1),
             d1: CgCache::new(cfg.d1),
             ll: CgCache::new(cfg.ll),
+            max_data_size: cfg.i1.line.min(cfg.d1.line).min(cfg.ll.line) as u64,
             counts: CgCounts::default(),
         }
     }
@@ -211,7 +213,7 @@ impl CachegrindSim {
                 }
             }
             kind => {
-                let size = (a.size as u64).min(MAX_DATA_SIZE);
+                let size = (a.size as u64).min(self.max_data_size);
                 let read = kind != AccessKind::Store;
                 if read {
                     c.Dr += 1;
@@ -279,14 +281,25 @@ mod tests {
     }
 
     #[test]
-    fn modify_is_a_read_and_wide_accesses_are_clamped() {
+    fn modify_is_a_read_and_wide_accesses_are_clamped_to_a_line() {
         let mut s = sim();
         s.access(&acc(AccessKind::Modify, 0x1000, 4));
-        // 32 bytes at 0x2030 would straddle into line 0x2040; clamped to 16 they do not.
+        // A 32-byte load is simulated whole: it straddles into line 0x2040.
         s.access(&acc(AccessKind::Load, 0x2030, 32));
         assert_eq!((s.counts.Dr, s.counts.Dw, s.counts.D1mr), (2, 0, 2));
         s.access(&acc(AccessKind::Load, 0x2040, 4));
-        assert_eq!(s.counts.D1mr, 3, "line 0x2040 must still be cold");
+        assert_eq!(
+            s.counts.D1mr, 2,
+            "line 0x2040 was touched by the 32-byte load"
+        );
+        // 512 bytes (an fxsave) are clamped to one line's worth: lines 0x3000 and 0x3040 only.
+        s.access(&acc(AccessKind::Store, 0x3020, 512));
+        s.access(&acc(AccessKind::Load, 0x3080, 4));
+        assert_eq!(
+            (s.counts.D1mw, s.counts.D1mr),
+            (1, 3),
+            "line 0x3080 must still be cold"
+        );
     }
 
     #[test]

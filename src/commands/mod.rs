@@ -1,13 +1,15 @@
 //! One module per command; each returns the process exit code.
 
 mod demo;
+mod import;
+mod simulate;
 mod trace;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::{Command, TraceCommand};
+use crate::cli::{Command, ImportCommand, TraceCommand};
 
 /// Exit code for bad input (unreadable, corrupt or inconsistent traces, bad arguments).
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -16,6 +18,12 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Demo(args) => demo::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
+        Command::Import(ImportCommand::Lackey {
+            input,
+            output,
+            program,
+        }) => import::lackey(&input, &output, &program),
         Command::Trace(t) => match t {
             TraceCommand::Info {
                 trace,

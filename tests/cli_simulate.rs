@@ -1,0 +1,163 @@
+//! `cachescope simulate` and `cachescope import` as a user runs them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cachescope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cachescope"))
+        .args(args)
+        .output()
+        .expect("run")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn gen(dir: &Path, workload: &str, threads: &str) -> PathBuf {
+    let path = dir.join(format!("{workload}.cstrace"));
+    let o = cachescope(&[
+        "trace",
+        "gen",
+        workload,
+        "-o",
+        path.to_str().unwrap(),
+        "--threads",
+        threads,
+        "--size",
+        "16K",
+        "--iterations",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}
+
+fn assert_exit_2(o: &Output, expect: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(expect), "expected {expect:?} in {err}");
+}
+
+#[test]
+fn simulate_table_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "false-sharing", "2");
+    let o = cachescope(&["simulate", t.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("coh-false") && text.contains("L1-L1"),
+        "{text}"
+    );
+    let json = dir.path().join("r.json");
+    let o = cachescope(&[
+        "simulate",
+        t.to_str().unwrap(),
+        "--set",
+        "coherence=mesi",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["schema"], "cachescope.simulate/1");
+    assert_eq!(r["machine"]["coherence"], "mesi");
+    assert!(
+        r["levels"][0]["misses"]["coherence_false"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(r["threads"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn simulate_bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "stream", "3");
+    let ts = t.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--machine", "no-such-model"]),
+        "not a preset",
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\ncores = 2\nline_size = 64\n[[levels]]\nname = \"L1\"\nsize = \"32K\"\nassoc = 7\n").unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--machine", bad.to_str().unwrap()]),
+        "levels[0].assoc",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--set", "levels.L1.size=1000"]),
+        "levels[0].size",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--set", "cores=2"]),
+        "3 threads but the machine has 2 cores",
+    );
+    assert!(
+        cachescope(&["simulate", ts, "--set", "cores=2", "--map", "round-robin"])
+            .status
+            .success()
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--I1", "32768,8,64"]),
+        "need --machine cachegrind",
+    );
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            ts,
+            "--machine",
+            "cachegrind",
+            "--D1",
+            "3000,8,64",
+        ]),
+        "--D1",
+    );
+    let cut = dir.path().join("cut.cstrace");
+    let bytes = std::fs::read(&t).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", cut.to_str().unwrap()]),
+        "truncated",
+    );
+}
+
+#[test]
+fn import_lackey_errors_and_keeps_existing_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.cstrace");
+    std::fs::write(&out, b"precious").unwrap();
+    let bad = dir.path().join("bad.lackey");
+    std::fs::write(&bad, "I  0400,3\n L 1000,8\nthis is not lackey\n").unwrap();
+    let o = cachescope(&[
+        "import",
+        "lackey",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_exit_2(&o, "line 3");
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        b"precious",
+        "a failed import must not touch the output"
+    );
+    let good = dir.path().join("good.lackey");
+    std::fs::write(&good, "I  0400,3\n L 1000,8\n S 1008,8\n").unwrap();
+    let o = cachescope(&[
+        "import",
+        "lackey",
+        good.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cachescope(&["simulate", out.to_str().unwrap(), "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["unsimulated_fetches"], 1);
+    assert_eq!(r["levels"][0]["accesses"]["store"], 1);
+}
