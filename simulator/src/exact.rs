@@ -152,8 +152,12 @@ pub struct ExactEngine {
     wseq: u64,
     cores: Vec<CoreCounters>,
     paths: Vec<PathCounters>,
-    threads: BTreeMap<ThreadId, ThreadCounters>,
-    core_of: FxHashMap<ThreadId, usize>,
+    /// Per placed thread, ascending by id.
+    threads: Vec<ThreadCounters>,
+    /// Thread id → index into `threads`.
+    slot_of: FxHashMap<ThreadId, usize>,
+    /// The last thread looked up (events come in long runs of one thread).
+    last_thread: Option<(ThreadId, usize)>,
     unsimulated_fetches: u64,
     access_cost: u64,
     time_unit: TimeUnit,
@@ -207,19 +211,16 @@ impl ExactEngine {
                 ..CoreCounters::default()
             })
             .collect();
-        let mut threads = BTreeMap::new();
-        let mut core_of = FxHashMap::default();
+        let mut threads = Vec::new();
+        let mut slot_of = FxHashMap::default();
         for (&t, &c) in placement {
             core_counters[c as usize].threads.push(t);
-            core_of.insert(t, c as usize);
-            threads.insert(
-                t,
-                ThreadCounters {
-                    thread: t,
-                    core: c,
-                    ..ThreadCounters::default()
-                },
-            );
+            slot_of.insert(t, threads.len());
+            threads.push(ThreadCounters {
+                thread: t,
+                core: c,
+                ..ThreadCounters::default()
+            });
         }
         ExactEngine {
             p,
@@ -238,7 +239,8 @@ impl ExactEngine {
             cores: core_counters,
             paths,
             threads,
-            core_of,
+            slot_of,
+            last_thread: None,
             unsimulated_fetches: 0,
             access_cost: unit.access_cost(),
             time_unit: unit,
@@ -248,33 +250,34 @@ impl ExactEngine {
 
     /// Processes one event of the global order.
     pub fn process(&mut self, e: &TimedEvent) {
-        let Some(&core) = self.core_of.get(&e.thread) else {
-            return;
+        let slot = match self.last_thread {
+            Some((t, i)) if t == e.thread => i,
+            _ => match self.slot_of.get(&e.thread) {
+                Some(&i) => {
+                    self.last_thread = Some((e.thread, i));
+                    i
+                }
+                None => return,
+            },
         };
-        let t = self
-            .threads
-            .get_mut(&e.thread)
-            .expect("placed threads have counters");
+        let t = &mut self.threads[slot];
         let mut end = e.time;
         match e.event {
             Event::Access(a) => {
                 t.accesses += 1;
                 t.time_units += self.access_cost;
                 end += self.access_cost;
+                t.end_time = t.end_time.max(end);
+                let core = t.core as usize;
                 self.access(core, &a);
             }
             Event::Advance { units, flops } => {
                 t.time_units += units;
                 t.flops += flops;
-                end += units;
+                t.end_time = t.end_time.max(end + units);
             }
-            _ => {}
+            _ => t.end_time = t.end_time.max(end),
         }
-        let t = self
-            .threads
-            .get_mut(&e.thread)
-            .expect("placed threads have counters");
-        t.end_time = t.end_time.max(end);
     }
 
     /// Simulates one memory access by `core`.
@@ -294,6 +297,11 @@ impl ExactEngine {
         }
         let first = a.addr >> self.shift;
         let last = a.addr.saturating_add(size - 1) >> self.shift;
+        if first == last {
+            let off = (a.addr - (first << self.shift)) as usize;
+            self.access_line(core, first, off, size as usize, a.kind);
+            return;
+        }
         for line in first..=last {
             let start = (line << self.shift).max(a.addr);
             let end = ((line + 1) << self.shift).min(a.addr.saturating_add(size));
@@ -465,18 +473,59 @@ impl ExactEngine {
 
     fn access_line(&mut self, core: usize, line: u64, off: usize, len: usize, kind: AccessKind) {
         let write = kind.writes();
-        let pure_store = kind == AccessKind::Store;
         if write {
             self.wseq += 1;
         }
-        // 1. Private levels.
-        let mut source = Source::Memory;
-        let mut found_private = false;
-        for i in 0..self.p {
-            if self.lookup(core, i, line, kind, off, len).is_some() {
-                source = Source::Level(i);
-                found_private = true;
-                break;
+        // Fast path: an L1 hit that needs no coherence action (a read, or a write to an owned
+        // line of a write-back L1) changes nothing but the L1 itself.
+        if self.p > 0 {
+            if let Some(slot) = self.lookup(core, 0, line, kind, off, len) {
+                let st = self.private[core][0].state(slot);
+                if !write {
+                    return;
+                }
+                if st & OWNED != 0 && self.model.levels[0].write == WritePolicy::Back {
+                    self.private[core][0].set_state(slot, st | DIRTY);
+                    if !self.written.is_empty() {
+                        self.record_write(line, off, len);
+                    }
+                    return;
+                }
+                return self.slow_path(core, line, off, len, kind, Source::Level(0));
+            }
+        }
+        self.slow_path(core, line, off, len, kind, Source::Memory)
+    }
+
+    fn record_write(&mut self, line: u64, off: usize, len: usize) {
+        if let Some(w) = self.written.get_mut(&line) {
+            w[off..off + len].fill(self.wseq);
+        }
+    }
+
+    /// Everything but the fast path. `start` is `Level(0)` when L1 already hit (and was
+    /// counted), else `Memory` (nothing looked up yet).
+    fn slow_path(
+        &mut self,
+        core: usize,
+        line: u64,
+        off: usize,
+        len: usize,
+        kind: AccessKind,
+        start: Source,
+    ) {
+        let write = kind.writes();
+        let pure_store = kind == AccessKind::Store;
+        // 1. Private levels (L1 was looked up already by the caller).
+        let mut source = start;
+        let mut found_private = start != Source::Memory;
+        if !found_private {
+            for i in 1..self.p {
+                if self.lookup(core, i, line, kind, off, len).is_some() {
+                    source = Source::Level(i);
+                    found_private = true;
+                    break;
+                }
             }
         }
         // 2. Coherence.
@@ -528,7 +577,9 @@ impl ExactEngine {
             }
         }
         let exclusive_source = matches!(source, Source::Level(i) if self.model.levels[i].inclusion == Inclusion::Exclusive);
-        let others_share = self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core) != 0;
+        let others_share = !found_private
+            && self.mesi
+            && self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core) != 0;
         // Copies filled from the core's own levels inherit their ownership; MESI's E is granted
         // only to a line fetched from outside the core with no other sharer.
         let owned_now = write
@@ -563,15 +614,15 @@ impl ExactEngine {
         if owned_now && write {
             self.update_private(core, line, OWNED, 0);
         }
-        if self.p > 0 && self.private_state(core, line).is_some() {
+        // A line back from outside the core is no longer "lost" to coherence.
+        if !found_private && !self.lost[core].is_empty() && self.private_state(core, line).is_some()
+        {
             self.lost[core].remove(&line);
         }
         // 5. The written bytes.
         if write {
             self.propagate_write(core, line, len as u64);
-            if let Some(w) = self.written.get_mut(&line) {
-                w[off..off + len].fill(self.wseq);
-            }
+            self.record_write(line, off, len);
         }
     }
 
@@ -757,7 +808,7 @@ impl ExactEngine {
             cores: self.cores.clone(),
             levels: Vec::new(),
             paths,
-            threads: self.threads.values().cloned().collect(),
+            threads: self.threads.clone(),
             unsimulated_fetches: self.unsimulated_fetches,
             cachegrind: None,
         };

@@ -6,10 +6,20 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 const NIL: u32 = u32::MAX;
 
+/// Lines kept in the ordered front array (see [`FaLru`]).
+const FRONT: usize = 8;
+
 /// Fully associative LRU cache of line numbers with O(1) access.
+///
+/// The LRU stack is split in two: the (up to) [`FRONT`] most recently used lines in a small
+/// array in exact recency order, then all older lines in a hash-indexed linked list. A loop
+/// that cycles through a few lines only reorders the array, so most accesses cost a short
+/// scan instead of a hash-table update; the order of the whole stack stays exact.
 #[derive(Debug, Clone)]
 pub struct FaLru {
     capacity: usize,
+    front: [u64; FRONT],
+    front_len: usize,
     slot_of: FxHashMap<u64, u32>,
     line: Vec<u64>,
     prev: Vec<u32>,
@@ -24,6 +34,8 @@ impl FaLru {
     pub fn new(capacity: usize) -> Self {
         FaLru {
             capacity: capacity.max(1),
+            front: [0; FRONT],
+            front_len: 0,
             slot_of: FxHashMap::default(),
             line: Vec::new(),
             prev: Vec::new(),
@@ -60,22 +72,9 @@ impl FaLru {
         }
     }
 
-    /// Accesses `line`; returns whether it was present. Misses insert it, evicting the least
-    /// recently used line when full.
-    pub fn access(&mut self, line: u64) -> bool {
-        if let Some(&s) = self.slot_of.get(&line) {
-            if self.head != s {
-                self.unlink(s);
-                self.push_front(s);
-            }
-            return true;
-        }
-        let s = if self.slot_of.len() >= self.capacity {
-            let victim = self.tail;
-            self.unlink(victim);
-            self.slot_of.remove(&self.line[victim as usize]);
-            victim
-        } else if let Some(s) = self.free.pop() {
+    /// Puts `line` at the most recent end of the list part.
+    fn push_list_front(&mut self, line: u64) {
+        let s = if let Some(s) = self.free.pop() {
             s
         } else {
             self.line.push(0);
@@ -86,15 +85,70 @@ impl FaLru {
         self.line[s as usize] = line;
         self.slot_of.insert(line, s);
         self.push_front(s);
-        false
+    }
+
+    /// Accesses `line`; returns whether it was present. Misses insert it, evicting the least
+    /// recently used line when full.
+    #[inline]
+    pub fn access(&mut self, line: u64) -> bool {
+        let k = self.front_len;
+        if let Some(pos) = self.front[..k].iter().position(|&l| l == line) {
+            shift_down(&mut self.front, pos);
+            self.front[0] = line;
+            return true;
+        }
+        self.access_list(line)
+    }
+
+    fn access_list(&mut self, line: u64) -> bool {
+        let hit = match self.slot_of.remove(&line) {
+            Some(s) => {
+                self.unlink(s);
+                self.free.push(s);
+                true
+            }
+            None => false,
+        };
+        let k = self.front_len;
+        if k < FRONT.min(self.capacity) {
+            shift_down(&mut self.front, k);
+            self.front_len += 1;
+        } else {
+            // The array is full: its oldest line becomes the newest of the list.
+            let spill = self.front[k - 1];
+            shift_down(&mut self.front, k - 1);
+            self.push_list_front(spill);
+        }
+        self.front[0] = line;
+        if self.front_len + self.slot_of.len() > self.capacity {
+            let victim = self.tail;
+            self.unlink(victim);
+            self.slot_of.remove(&self.line[victim as usize]);
+            self.free.push(victim);
+        }
+        hit
     }
 
     /// Removes `line` (a coherence invalidation removes it from any cache).
     pub fn remove(&mut self, line: u64) {
-        if let Some(s) = self.slot_of.remove(&line) {
+        let k = self.front_len;
+        if let Some(pos) = self.front[..k].iter().position(|&l| l == line) {
+            self.front[pos..k].rotate_left(1);
+            self.front_len -= 1;
+        } else if let Some(s) = self.slot_of.remove(&line) {
             self.unlink(s);
             self.free.push(s);
         }
+    }
+}
+
+/// Moves `front[0..end]` one place up (over `front[end]`), leaving `front[0]` to be set.
+#[inline(always)]
+fn shift_down(front: &mut [u64; FRONT], end: usize) {
+    let mut i = end.min(FRONT - 1);
+    while i > 0 {
+        front[i] = front[i - 1];
+        i -= 1;
     }
 }
 
@@ -131,6 +185,31 @@ impl Classifier {
 #[cfg(test)]
 mod tests {
     use super::FaLru;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Same hits as a plain list kept in recency order.
+        #[test]
+        fn matches_naive_lru(
+            capacity in 1usize..20,
+            ops in prop::collection::vec((0u64..30, 0u8..10), 1..600),
+        ) {
+            let mut fa = FaLru::new(capacity);
+            let mut naive: Vec<u64> = Vec::new(); // most recent first
+            for (i, (line, op)) in ops.into_iter().enumerate() {
+                if op == 0 {
+                    fa.remove(line);
+                    naive.retain(|&l| l != line);
+                    continue;
+                }
+                let hit = naive.contains(&line);
+                naive.retain(|&l| l != line);
+                naive.insert(0, line);
+                naive.truncate(capacity);
+                prop_assert_eq!(fa.access(line), hit, "op {} line {}", i, line);
+            }
+        }
+    }
 
     #[test]
     fn lru_order_and_remove() {
