@@ -8,17 +8,23 @@ use cachescope_sim::{ExactEngine, MachineModel};
 
 fn main() {
     let model = MachineModel::load("ivybridge-4c").expect("preset");
-    for (w, threads) in [
-        (Workload::Stencil, 1u32),
-        (Workload::Stencil, 4),
-        (Workload::Stream, 4),
-    ] {
+    for (w, threads, size, iterations) in [
+        (Workload::Stream, 1u32, 8u64 << 10, 400u32), // working set fits L1: hit path only
+        (Workload::Stencil, 1, 4 << 20, 2),
+        (Workload::Stencil, 4, 4 << 20, 2),
+        (Workload::Stream, 4, 4 << 20, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter(|(i, _)| std::env::var("CASE").map_or(true, |c| c == i.to_string()))
+    .map(|(_, c)| c)
+    {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("t.cstrace");
         let mut p = GenParams::new(w);
         p.threads = threads;
-        p.size = 4 << 20;
-        p.iterations = 2;
+        p.size = size;
+        p.iterations = iterations;
         generate_file(&p, &path).expect("gen");
         let t = TraceFile::open(&path).expect("open");
         let events: Vec<TimedEvent> = t.merged().expect("merge").map(|e| e.expect("ok")).collect();

@@ -24,6 +24,14 @@ pub enum TimeUnit {
 }
 
 impl TimeUnit {
+    /// The unit's name in reports: `events` or `instructions`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Events => "events",
+            TimeUnit::Instructions => "instructions",
+        }
+    }
+
     /// Clock units a memory access itself takes in this unit.
     pub fn access_cost(self) -> u64 {
         match self {

@@ -198,10 +198,7 @@ pub fn render(trace: &str, r: &SimReport) -> String {
             thousands(p.total.write)
         );
     }
-    let unit = match r.time_unit {
-        cachescope_schema::TimeUnit::Events => "events",
-        cachescope_schema::TimeUnit::Instructions => "instructions",
-    };
+    let unit = r.time_unit.name();
     let _ = writeln!(
         o,
         "\n{:>7} {:>5} {:>14} {:>16} {:>14} {:>16}",

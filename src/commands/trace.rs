@@ -38,10 +38,7 @@ pub fn info(path: &Path, allow_incomplete: bool, json: Option<&Path>) -> Result<
 /// The human-readable `trace info` report.
 pub fn render_info(path: &Path, s: &TraceSummary) -> String {
     use std::fmt::Write as _;
-    let unit = match s.time_unit {
-        cachescope_schema::TimeUnit::Events => "events",
-        cachescope_schema::TimeUnit::Instructions => "instructions",
-    };
+    let unit = s.time_unit.name();
     let mut o = String::new();
     let h = &s.header;
     let _ = writeln!(o, "trace        {}", path.display());

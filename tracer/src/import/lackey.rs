@@ -108,24 +108,18 @@ pub fn import<R: BufRead, W: Write>(
             }
         };
         let (addr, size) = parse_access(rest).map_err(|r| parse_err(stats.lines, r))?;
+        // The instructions fetched so far have executed before this access.
+        if pending_instructions > 0 {
+            thread.push(Event::Advance {
+                units: pending_instructions,
+                flops: 0,
+            })?;
+            pending_instructions = 0;
+        }
         if kind == AccessKind::Fetch {
-            if pending_instructions > 0 {
-                thread.push(Event::Advance {
-                    units: pending_instructions,
-                    flops: 0,
-                })?;
-                pending_instructions = 0;
-            }
             stats.fetches += 1;
-            pending_instructions += 1;
+            pending_instructions = 1;
         } else {
-            if pending_instructions > 0 {
-                thread.push(Event::Advance {
-                    units: pending_instructions,
-                    flops: 0,
-                })?;
-                pending_instructions = 0;
-            }
             stats.data += 1;
         }
         thread.push(Event::Access(Access {
