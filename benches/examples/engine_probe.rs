@@ -34,7 +34,11 @@ fn main() {
             .count();
         let placement: BTreeMap<u32, u32> = (0..threads).map(|t| (t, t)).collect();
         let mut best = f64::MAX;
-        for _ in 0..5 {
+        let reps: usize = std::env::var("REPS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(5);
+        for _ in 0..reps {
             let start = Instant::now();
             let mut e = ExactEngine::new(&model, &placement, t.header().time_unit);
             for ev in &events {

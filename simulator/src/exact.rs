@@ -131,6 +131,12 @@ enum Source {
     Memory,
 }
 
+/// One cache instance and its miss classifier.
+struct Unit {
+    cache: Cache,
+    class: Classifier,
+}
+
 /// The exact engine.
 pub struct ExactEngine {
     model: MachineModel,
@@ -139,10 +145,11 @@ pub struct ExactEngine {
     shift: u32,
     line_size: u64,
     mesi: bool,
-    private: Vec<Vec<Cache>>,
-    shared: Vec<Cache>,
-    pclass: Vec<Vec<Classifier>>,
-    sclass: Vec<Classifier>,
+    /// Cache instances: private level i of core c at `c * p + i`, shared level i at
+    /// `cores * p + (i - p)` (one flat vector: the hot path does one bounds check).
+    units: Vec<Unit>,
+    /// Per core and level counters at `core * n + level`.
+    lc: Vec<LevelCounters>,
     /// Directory: cores holding a private copy of each line.
     sharers: FxHashMap<u64, u64>,
     /// Per core: lines lost to another core's write, with that write's sequence number.
@@ -172,21 +179,22 @@ impl ExactEngine {
         let ls = m.line_size;
         let cores = m.cores as usize;
         let seed = |i: usize, c: usize| m.seed ^ ((i as u64) << 32) ^ c as u64;
-        let private = (0..cores)
-            .map(|c| {
-                (0..p)
-                    .map(|i| Cache::new(&m.levels[i], ls, seed(i, c)))
-                    .collect()
+        let make_unit = |i: usize, c: usize| Unit {
+            cache: Cache::new(&m.levels[i], ls, seed(i, c)),
+            class: Classifier::new(m.levels[i].lines(ls) as usize),
+        };
+        let mut units: Vec<Unit> = Vec::with_capacity(cores * p + n - p);
+        for c in 0..cores {
+            units.extend((0..p).map(|i| make_unit(i, c)));
+        }
+        units.extend((p..n).map(|i| make_unit(i, 0)));
+        let lc = (0..cores)
+            .flat_map(|_| m.levels.iter())
+            .map(|l| LevelCounters {
+                level: l.name.clone(),
+                ..LevelCounters::default()
             })
             .collect();
-        let shared = (p..n)
-            .map(|i| Cache::new(&m.levels[i], ls, seed(i, 0)))
-            .collect();
-        let lines = |i: usize| m.levels[i].lines(ls) as usize;
-        let pclass = (0..cores)
-            .map(|_| (0..p).map(|i| Classifier::new(lines(i))).collect())
-            .collect();
-        let sclass = (p..n).map(|i| Classifier::new(lines(i))).collect();
         let mut path_names = m.path_names();
         path_names.truncate(n + 1 + usize::from(p > 0));
         let paths = path_names
@@ -200,14 +208,6 @@ impl ExactEngine {
         let mut core_counters: Vec<CoreCounters> = (0..cores)
             .map(|c| CoreCounters {
                 core: c as u32,
-                levels: m
-                    .levels
-                    .iter()
-                    .map(|l| LevelCounters {
-                        level: l.name.clone(),
-                        ..LevelCounters::default()
-                    })
-                    .collect(),
                 ..CoreCounters::default()
             })
             .collect();
@@ -228,10 +228,8 @@ impl ExactEngine {
             shift: ls.trailing_zeros(),
             line_size: ls as u64,
             mesi: m.coherence == Protocol::Mesi,
-            private,
-            shared,
-            pclass,
-            sclass,
+            units,
+            lc,
             sharers: FxHashMap::default(),
             lost: vec![FxHashMap::default(); cores],
             written: FxHashMap::default(),
@@ -281,6 +279,7 @@ impl ExactEngine {
     }
 
     /// Simulates one memory access by `core`.
+    #[inline]
     pub fn access(&mut self, core: usize, a: &Access) {
         if a.kind == AccessKind::Fetch {
             // The model has no instruction cache (Cachegrind mode simulates fetches).
@@ -310,20 +309,27 @@ impl ExactEngine {
         }
     }
 
-    fn cache(&mut self, core: usize, i: usize) -> &mut Cache {
+    #[inline]
+    fn uid(&self, core: usize, i: usize) -> usize {
         if i < self.p {
-            &mut self.private[core][i]
+            core * self.p + i
         } else {
-            &mut self.shared[i - self.p]
+            self.cores.len() * self.p + (i - self.p)
         }
     }
 
+    fn cache(&mut self, core: usize, i: usize) -> &mut Cache {
+        let u = self.uid(core, i);
+        &mut self.units[u].cache
+    }
+
     fn classifier(&mut self, core: usize, i: usize) -> &mut Classifier {
-        if i < self.p {
-            &mut self.pclass[core][i]
-        } else {
-            &mut self.sclass[i - self.p]
-        }
+        let u = self.uid(core, i);
+        &mut self.units[u].class
+    }
+
+    fn counters(&mut self, core: usize, i: usize) -> &mut LevelCounters {
+        &mut self.lc[core * self.n + i]
     }
 
     fn path(&mut self, j: usize, core: usize, read: u64, write: u64) {
@@ -334,6 +340,7 @@ impl ExactEngine {
 
     /// Looks `line` up at level `i` for `core`, counting the access and the hit or
     /// classified miss.
+    #[inline(always)]
     fn lookup(
         &mut self,
         core: usize,
@@ -343,49 +350,65 @@ impl ExactEngine {
         off: usize,
         len: usize,
     ) -> Option<usize> {
-        self.cores[core].levels[i].accesses.add(kind);
-        let slot = self.cache(core, i).find(line);
-        let cls = self.classifier(core, i);
-        let repeat = cls.last == Some(line) && slot.is_some();
-        let shadow_hit = !repeat && cls.shadow.access(line);
-        match slot {
-            Some(s) => {
-                cls.last = Some(line);
-                if !repeat {
-                    self.cache(core, i).touch(s);
-                }
-                self.cores[core].levels[i].hits += 1;
-                Some(s)
+        let u = self.uid(core, i);
+        let lc = core * self.n + i;
+        self.lc[lc].accesses.add(kind);
+        let unit = &mut self.units[u];
+        let slot = unit.cache.find(line);
+        if let Some(s) = slot {
+            if unit.class.last != Some(line) {
+                // A repeated lookup of the most recent line changes no LRU state.
+                unit.class.shadow.access(line);
+                unit.cache.touch(s);
+                unit.class.last = Some(line);
             }
-            None => {
-                let first = cls.seen.insert(line);
-                let class = if first {
-                    MissClass::Compulsory
-                } else if let Some(&at) = self.lost[core].get(&line).filter(|_| i < self.p) {
-                    let rewritten = self
-                        .written
-                        .get(&line)
-                        .is_some_and(|w| w[off..off + len].iter().any(|&s| s >= at));
-                    if rewritten {
-                        MissClass::CoherenceTrue
-                    } else {
-                        MissClass::CoherenceFalse
-                    }
-                } else if shadow_hit {
-                    MissClass::Conflict
-                } else {
-                    MissClass::Capacity
-                };
-                self.cores[core].levels[i].misses.add(class);
-                None
-            }
+            self.lc[lc].hits += 1;
+            return Some(s);
         }
+        let shadow_hit = unit.class.shadow.access(line);
+        self.classify_miss(core, i, u, line, off, len, shadow_hit);
+        None
+    }
+
+    /// Counts a miss at level `i` (unit `u`) by class.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn classify_miss(
+        &mut self,
+        core: usize,
+        i: usize,
+        u: usize,
+        line: u64,
+        off: usize,
+        len: usize,
+        shadow_hit: bool,
+    ) {
+        let first = self.units[u].class.seen.insert(line);
+        let class = if first {
+            MissClass::Compulsory
+        } else if let Some(&at) = self.lost[core].get(&line).filter(|_| i < self.p) {
+            let rewritten = self
+                .written
+                .get(&line)
+                .is_some_and(|w| w[off..off + len].iter().any(|&s| s >= at));
+            if rewritten {
+                MissClass::CoherenceTrue
+            } else {
+                MissClass::CoherenceFalse
+            }
+        } else if shadow_hit {
+            MissClass::Conflict
+        } else {
+            MissClass::Capacity
+        };
+        self.counters(core, i).misses.add(class);
     }
 
     /// Whether `core` holds `line` in any private level, and the OR of those copies' states.
     fn private_state(&self, core: usize, line: u64) -> Option<u8> {
         let mut state = None;
-        for c in &self.private[core] {
+        for u in &self.units[core * self.p..(core + 1) * self.p] {
+            let c = &u.cache;
             if let Some(s) = c.find(line) {
                 state = Some(state.unwrap_or(0) | c.state(s));
             }
@@ -395,7 +418,9 @@ impl ExactEngine {
 
     /// Sets or clears state bits on all of `core`'s private copies of `line`.
     fn update_private(&mut self, core: usize, line: u64, set: u8, clear: u8) {
-        for c in &mut self.private[core] {
+        let p = self.p;
+        for u in &mut self.units[core * p..(core + 1) * p] {
+            let c = &mut u.cache;
             if let Some(s) = c.find(line) {
                 let st = c.state(s);
                 c.set_state(s, (st | set) & !clear);
@@ -416,8 +441,9 @@ impl ExactEngine {
             .or_insert_with(|| vec![0; ls].into_boxed_slice());
         for o in (0..self.cores.len()).filter(|o| others & (1u64 << o) != 0) {
             for i in 0..self.p {
-                if self.private[o][i].invalidate(line).is_some() {
-                    let cls = &mut self.pclass[o][i];
+                let u = &mut self.units[o * self.p + i];
+                if u.cache.invalidate(line).is_some() {
+                    let cls = &mut u.class;
                     cls.removed(line);
                     cls.shadow.remove(line);
                 }
@@ -451,11 +477,10 @@ impl ExactEngine {
             // M → S (dirty data also goes back down) or E → S.
             if dirty_owner.is_some() {
                 if let Some(i) = (0..self.p).rev().find(|&i| {
-                    self.private[o][i]
-                        .find(line)
-                        .is_some_and(|s| self.private[o][i].state(s) & DIRTY != 0)
+                    let c = &self.units[o * self.p + i].cache;
+                    c.find(line).is_some_and(|s| c.state(s) & DIRTY != 0)
                 }) {
-                    self.cores[o].levels[i].writebacks += 1;
+                    self.lc[o * self.n + i].writebacks += 1;
                     self.write_back(o, i, line);
                 }
             }
@@ -471,6 +496,7 @@ impl ExactEngine {
         }
     }
 
+    #[inline(always)]
     fn access_line(&mut self, core: usize, line: u64, off: usize, len: usize, kind: AccessKind) {
         let write = kind.writes();
         if write {
@@ -480,12 +506,13 @@ impl ExactEngine {
         // line of a write-back L1) changes nothing but the L1 itself.
         if self.p > 0 {
             if let Some(slot) = self.lookup(core, 0, line, kind, off, len) {
-                let st = self.private[core][0].state(slot);
+                let l1 = &mut self.units[core * self.p].cache;
+                let st = l1.state(slot);
                 if !write {
                     return;
                 }
                 if st & OWNED != 0 && self.model.levels[0].write == WritePolicy::Back {
-                    self.private[core][0].set_state(slot, st | DIRTY);
+                    l1.set_state(slot, st | DIRTY);
                     if !self.written.is_empty() {
                         self.record_write(line, off, len);
                     }
@@ -505,6 +532,8 @@ impl ExactEngine {
 
     /// Everything but the fast path. `start` is `Level(0)` when L1 already hit (and was
     /// counted), else `Memory` (nothing looked up yet).
+    #[inline(never)]
+    #[cold]
     fn slow_path(
         &mut self,
         core: usize,
@@ -687,7 +716,7 @@ impl ExactEngine {
     }
 
     fn evicted(&mut self, core: usize, i: usize, v: Evicted) {
-        self.cores[core].levels[i].evictions += 1;
+        self.lc[core * self.n + i].evictions += 1;
         self.classifier(core, i).removed(v.line);
         if i < self.p {
             self.private_copy_gone(core, v.line);
@@ -701,7 +730,7 @@ impl ExactEngine {
         if next_exclusive {
             // The victim level receives every line evicted above it.
             if dirty {
-                self.cores[core].levels[i].writebacks += 1;
+                self.lc[core * self.n + i].writebacks += 1;
             }
             self.path(i + 1, core, 0, self.line_size);
             let keep = if i + 1 < self.p {
@@ -711,7 +740,7 @@ impl ExactEngine {
             };
             self.fill(core, i + 1, v.line, keep);
         } else if dirty {
-            self.cores[core].levels[i].writebacks += 1;
+            self.lc[core * self.n + i].writebacks += 1;
             self.write_back(core, i, v.line);
         }
         if self.model.levels[i].inclusion == Inclusion::Inclusive {
@@ -731,9 +760,9 @@ impl ExactEngine {
             for j in (0..i).rev() {
                 if let Some(state) = self.cache(c, j).invalidate(line) {
                     self.classifier(c, j).removed(line);
-                    self.cores[c].levels[j].back_invalidations += 1;
+                    self.lc[c * self.n + j].back_invalidations += 1;
                     if state & DIRTY != 0 {
-                        self.cores[c].levels[j].writebacks += 1;
+                        self.lc[c * self.n + j].writebacks += 1;
                         self.write_back(c, j, line);
                     }
                     if j < self.p {
@@ -749,10 +778,10 @@ impl ExactEngine {
     /// Returns a description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut holders: BTreeMap<u64, Vec<(usize, u8)>> = BTreeMap::new();
-        for (c, levels) in self.private.iter().enumerate() {
+        for c in 0..self.cores.len() {
             let mut per_line: BTreeMap<u64, (u8, u8)> = BTreeMap::new();
-            for cache in levels {
-                for (line, st) in cache.lines() {
+            for u in &self.units[c * self.p..(c + 1) * self.p] {
+                for (line, st) in u.cache.lines() {
                     let e = per_line.entry(line).or_insert((st & OWNED, st & OWNED));
                     e.0 |= st & OWNED;
                     e.1 &= st & OWNED;
@@ -800,12 +829,16 @@ impl ExactEngine {
                     write: t.write + b.write,
                 });
         }
+        let mut cores = self.cores.clone();
+        for (c, core) in cores.iter_mut().enumerate() {
+            core.levels = self.lc[c * self.n..(c + 1) * self.n].to_vec();
+        }
         let mut r = SimReport {
             schema: REPORT_SCHEMA,
             engine: "exact".into(),
             machine: self.model.clone(),
             time_unit: self.time_unit,
-            cores: self.cores.clone(),
+            cores,
             levels: Vec::new(),
             paths,
             threads: self.threads.clone(),
