@@ -645,6 +645,9 @@ fn read_token(
             if t.a == 0 {
                 return Err(Fail::Arg("access of size 0"));
             }
+            if t.a > crate::limits::MAX_ACCESS_BYTES as u64 {
+                return Err(Fail::Arg("access larger than the reader's limit (16 MiB)"));
+            }
         }
         if has_pcs {
             t.pc = unzigzag(read(cur, PCS)?);
@@ -735,8 +738,11 @@ fn decode_run(
     }
     let (p, r) = (period as usize, repeats as usize);
 
-    // The body: stored tokens, decoded as usual but kept for the repeats.
+    // The body: stored tokens, decoded as usual but kept for the repeats, with the code
+    // position after each body event (the fast path below needs it to end in the right
+    // state when the repeats stop in the middle of a period).
     let mut body = [(OPS[0], Token::default()); MAX_PERIOD];
+    let mut pc_after = [0u64; MAX_PERIOD];
     for (k, slot) in body[..p].iter_mut().enumerate() {
         let op = ops[start + k] & !(if k == 0 { RUN_FLAG } else { 0 });
         let fail = |f| (start + k, f);
@@ -749,6 +755,7 @@ fn decode_run(
         }
         let t = read_token(op, info, cur, has_pcs).map_err(fail)?;
         out.push(st.apply(info, &t));
+        pc_after[k] = st.pc;
         *slot = (info, t);
     }
 
@@ -810,6 +817,9 @@ fn decode_run(
                 other => other,
             }
         }));
+        // With pc_sum == 0 the code position after body position k is the same in every
+        // repetition: the repeats end after position (r − 1) mod p.
+        st.pc = pc_after[(r - 1) % p];
         return Ok(rep + r);
     }
     let mut k = 0;

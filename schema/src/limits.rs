@@ -14,6 +14,10 @@ pub const MAX_RAW_CHUNK_BYTES: u64 = 64 << 20;
 /// rejecting it early keeps a 20-byte frame from asking for 64 MiB.
 pub const MAX_LZ4_RATIO: u64 = 255;
 
+/// Largest single memory access (e.g. a `memcpy` recorded as one range). Simulating an
+/// access costs one step per cache line, so this bounds the work one event can cause.
+pub const MAX_ACCESS_BYTES: u32 = 16 << 20;
+
 /// Largest number of distinct threads in one trace.
 pub const MAX_THREADS: usize = 1 << 16;
 

@@ -127,48 +127,87 @@ impl MergedEvents {
         self
     }
 
-    /// Releases every wait (incomplete traces only). Returns whether any thread woke.
+    /// Releases waits that can no longer be satisfied (incomplete traces only), least
+    /// disruptive first: barriers (the missing participants' events are lost), then locks
+    /// whose holder has ended (one waiter per lock, in acquisition order), then threads
+    /// waiting to be created, and joins only when nothing else can move. Returns whether any
+    /// thread woke. Threads are visited by slot, so the outcome is deterministic.
     fn release_waits(&mut self) -> bool {
         let now = self.now;
-        let mut woke = false;
-        for i in 0..self.threads.len() {
-            let tid = self.threads[i].cursor.thread();
-            match self.threads[i].wait {
-                Wait::Runnable | Wait::Done => {}
-                Wait::Barrier(b) => {
-                    if let Some(st) = self.barriers.remove(&b) {
-                        for j in st.arrived {
-                            self.wake(j, st.latest_enter);
-                        }
-                        woke = true;
-                    }
-                }
-                Wait::Lock { lock, .. } => {
-                    let st = self.locks.entry(lock).or_default();
-                    st.holder = None;
-                    if let Some((order, j)) = st.waiters.pop_first() {
-                        st.next_order = order;
-                        let at = st.release_time.max(now);
-                        self.wake(j, at);
-                        woke = true;
-                    }
-                }
-                Wait::Start => {
-                    self.created.insert(tid, now);
-                    self.wake(i, now);
-                    woke = true;
-                }
-                Wait::Join(c) => {
-                    self.exited.insert(c, now);
-                    self.wake(i, now);
-                    woke = true;
-                }
-            }
-        }
+        let woke = self.release_barriers()
+            || self.release_locks(now)
+            || self.release(now, |w| w == Wait::Start)
+            || self.release(now, |w| matches!(w, Wait::Join(_)));
         if woke {
             tracing::warn!(
                 "incomplete trace: released waits at time {now} whose partners' events are missing"
             );
+        }
+        woke
+    }
+
+    fn release_barriers(&mut self) -> bool {
+        let mut woke = false;
+        for i in 0..self.threads.len() {
+            if let Wait::Barrier(b) = self.threads[i].wait {
+                if let Some(st) = self.barriers.remove(&b) {
+                    for j in st.arrived {
+                        self.wake(j, st.latest_enter);
+                    }
+                    woke = true;
+                }
+            }
+        }
+        woke
+    }
+
+    fn release_locks(&mut self, now: u64) -> bool {
+        let mut woke = false;
+        for i in 0..self.threads.len() {
+            let Wait::Lock { lock, .. } = self.threads[i].wait else {
+                continue;
+            };
+            let Some(st) = self.locks.get(&lock) else {
+                continue;
+            };
+            // A live holder will still release the lock; only a finished one never will.
+            if st
+                .holder
+                .is_some_and(|h| self.threads[h].wait != Wait::Done)
+            {
+                continue;
+            }
+            let st = self.locks.get_mut(&lock).expect("looked up above");
+            st.holder = None;
+            if let Some((order, j)) = st.waiters.pop_first() {
+                st.next_order = order;
+                let at = st.release_time.max(now);
+                self.wake(j, at);
+                woke = true;
+            }
+        }
+        woke
+    }
+
+    fn release(&mut self, now: u64, which: impl Fn(Wait) -> bool) -> bool {
+        let mut woke = false;
+        for i in 0..self.threads.len() {
+            let wait = self.threads[i].wait;
+            if !which(wait) {
+                continue;
+            }
+            match wait {
+                Wait::Start => {
+                    let tid = self.threads[i].cursor.thread();
+                    self.created.insert(tid, now);
+                }
+                Wait::Join(c) => {
+                    self.exited.insert(c, now);
+                }
+                _ => continue,
+            }
+            self.wake(i, now);
+            woke = true;
         }
         woke
     }
@@ -211,8 +250,8 @@ impl MergedEvents {
         let tid = self.threads[i].cursor.thread();
         let time = self.threads[i].clock;
         match event {
-            Event::Access(_) => self.threads[i].clock = time.wrapping_add(self.access_cost),
-            Event::Advance { units, .. } => self.threads[i].clock = time.wrapping_add(units),
+            Event::Access(_) => self.threads[i].clock = time.saturating_add(self.access_cost),
+            Event::Advance { units, .. } => self.threads[i].clock = time.saturating_add(units),
             Event::ThreadStart => match self.created.get(&tid) {
                 Some(&at) => self.threads[i].clock = time.max(at),
                 None => {

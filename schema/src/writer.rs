@@ -17,7 +17,7 @@ use crate::chunk::{clock_advance, ChunkEncoder};
 use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::{Event, ThreadId};
 use crate::frame::{write_file_header, write_frame};
-use crate::limits::{MAX_CHUNK_EVENTS, MAX_THREADS};
+use crate::limits::{MAX_ACCESS_BYTES, MAX_CHUNK_EVENTS, MAX_THREADS};
 use crate::record::{
     encode_header, encode_modules, encode_trailer, ChunkMeta, ModuleInfo, ThreadTotals, TimeUnit,
     TraceHeader, Trailer,
@@ -174,8 +174,21 @@ impl<W: Write> ThreadWriter<W> {
         self.thread
     }
 
-    /// Appends one event; flushes a chunk when the buffer is full.
+    /// Appends one event; flushes a chunk when the buffer is full. Accesses must have a size
+    /// of 1 ..= [`MAX_ACCESS_BYTES`] (what readers accept).
     pub fn push(&mut self, event: Event) -> Result<()> {
+        if let Event::Access(a) = &event {
+            if a.size == 0 || a.size > MAX_ACCESS_BYTES {
+                return Err(TraceError::new(
+                    ErrorKind::Usage,
+                    format!(
+                        "access of {} bytes at {:#x}: sizes must be 1..={MAX_ACCESS_BYTES}",
+                        a.size, a.addr
+                    ),
+                )
+                .in_thread(self.thread));
+            }
+        }
         self.buf.push(event);
         if self.buf.len() >= self.shared.chunk_events {
             self.flush_chunk()?;

@@ -182,3 +182,63 @@ fn synthetic_workloads_merge_without_deadlock() {
         }
     }
 }
+
+/// An incomplete trace (trailer cut off) whose barrier partner is missing: the barrier is
+/// released, but a lock held by a live thread is not taken from it.
+#[test]
+fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
+    use cachescope_schema::OpenOptions;
+    const L: u64 = 0x10;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.cstrace");
+    let w = TraceWriter::create(
+        &path,
+        &TraceHeader::new("test", "merge", TimeUnit::Instructions),
+    )
+    .unwrap();
+    let threads = [
+        vec![
+            Event::LockAcquire { lock: L, order: 0 },
+            // Its partner's events are "lost": only one thread ever arrives.
+            Event::BarrierEnter {
+                barrier: 7,
+                participants: 2,
+            },
+            Event::BarrierLeave { barrier: 7 },
+            adv(10),
+            Event::LockRelease { lock: L },
+            Event::ThreadExit,
+        ],
+        vec![
+            adv(5),
+            Event::LockAcquire { lock: L, order: 1 },
+            Event::load(0x40, 8),
+            Event::LockRelease { lock: L },
+            Event::ThreadExit,
+        ],
+    ];
+    for (t, events) in threads.iter().enumerate() {
+        let mut tw = w.thread(t as u32).unwrap();
+        tw.extend(events.iter().copied()).unwrap();
+        tw.finish().unwrap();
+    }
+    w.finish().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 5); // damage the trailer
+    std::fs::write(&path, bytes).unwrap();
+    let f = TraceFile::open_with(
+        &path,
+        OpenOptions {
+            allow_incomplete: true,
+        },
+    )
+    .unwrap();
+    let ev: Vec<TimedEvent> = f.merged().unwrap().map(Result::unwrap).collect();
+    assert_eq!(ev.len(), 11, "every recovered event is ordered");
+    let load = ev
+        .iter()
+        .find(|e| matches!(e.event, Event::Access(_)))
+        .unwrap();
+    // Thread 1 acquires only after thread 0 released at time 0 + 10.
+    assert_eq!((load.time, load.thread), (10, 1));
+}

@@ -41,16 +41,24 @@ impl CgGeometry {
             v.parse::<u64>()
                 .map_err(|_| format!("{s:?}: {what} {v:?} is not a number"))
         };
+        let small = |v: &str, what: &str| {
+            num(v, what).and_then(|n| {
+                u32::try_from(n).map_err(|_| format!("{s:?}: {what} {n} is too large"))
+            })
+        };
         let g = CgGeometry {
             size: num(size, "size")?,
-            assoc: num(assoc, "associativity")? as u32,
-            line: num(line, "line size")? as u32,
+            assoc: small(assoc, "associativity")?,
+            line: small(line, "line size")?,
         };
         g.check().map(|()| g).map_err(|e| format!("{s:?}: {e}"))
     }
 
     /// Cachegrind's own checks: power-of-two line size ≥ 16, power-of-two set count.
     pub fn check(&self) -> Result<(), String> {
+        if self.size > crate::model::MAX_LEVEL_BYTES {
+            return Err("size exceeds the simulator's limit of 1 GiB".into());
+        }
         if self.assoc == 0 || self.line < 16 || !self.line.is_power_of_two() {
             return Err("associativity must be ≥ 1 and the line size a power of two ≥ 16".into());
         }

@@ -263,16 +263,16 @@ impl ExactEngine {
         match e.event {
             Event::Access(a) => {
                 t.accesses += 1;
-                t.time_units += self.access_cost;
-                end += self.access_cost;
+                t.time_units = t.time_units.saturating_add(self.access_cost);
+                end = end.saturating_add(self.access_cost);
                 t.end_time = t.end_time.max(end);
                 let core = t.core as usize;
                 self.access(core, &a);
             }
             Event::Advance { units, flops } => {
-                t.time_units += units;
-                t.flops += flops;
-                t.end_time = t.end_time.max(end + units);
+                t.time_units = t.time_units.saturating_add(units);
+                t.flops = t.flops.saturating_add(flops);
+                t.end_time = t.end_time.max(end.saturating_add(units));
             }
             _ => t.end_time = t.end_time.max(end),
         }
@@ -286,7 +286,7 @@ impl ExactEngine {
             self.unsimulated_fetches += 1;
             return;
         }
-        let size = a.size as u64;
+        let size = a.size.max(1) as u64;
         let bytes = &mut self.paths[0].per_core[core];
         if a.kind.reads() {
             bytes.read += size;
@@ -295,17 +295,31 @@ impl ExactEngine {
             bytes.write += size;
         }
         let first = a.addr >> self.shift;
-        let last = a.addr.saturating_add(size - 1) >> self.shift;
-        if first == last {
-            let off = (a.addr - (first << self.shift)) as usize;
-            self.access_line(core, first, off, size as usize, a.kind);
+        let line_mask = self.line_size - 1;
+        if (a.addr & line_mask) + size <= self.line_size {
+            self.access_line(
+                core,
+                first,
+                (a.addr & line_mask) as usize,
+                size as usize,
+                a.kind,
+            );
             return;
         }
+        // Several lines; an access running past the top of the address space ends there.
+        let end = (a.addr as u128 + size as u128).min(1u128 << 64);
+        let last = ((end - 1) >> self.shift) as u64;
         for line in first..=last {
-            let start = (line << self.shift).max(a.addr);
-            let end = ((line + 1) << self.shift).min(a.addr.saturating_add(size));
-            let off = (start - (line << self.shift)) as usize;
-            self.access_line(core, line, off, (end - start) as usize, a.kind);
+            let line_start = (line as u128) << self.shift;
+            let from = line_start.max(a.addr as u128);
+            let to = (line_start + self.line_size as u128).min(end);
+            self.access_line(
+                core,
+                line,
+                (from - line_start) as usize,
+                (to - from) as usize,
+                a.kind,
+            );
         }
     }
 
@@ -365,7 +379,9 @@ impl ExactEngine {
             self.lc[lc].hits += 1;
             return Some(s);
         }
-        let shadow_hit = unit.class.shadow.access(line);
+        // The shadow and the set of lines ever held learn of the line when it is filled
+        // (`fill`), not here: a no-write-allocate or exclusive level does not take it.
+        let shadow_hit = unit.class.shadow.contains(line);
         self.classify_miss(core, i, u, line, off, len, shadow_hit);
         None
     }
@@ -383,8 +399,7 @@ impl ExactEngine {
         len: usize,
         shadow_hit: bool,
     ) {
-        let first = self.units[u].class.seen.insert(line);
-        let class = if first {
+        let class = if !self.units[u].class.seen.contains(&line) {
             MissClass::Compulsory
         } else if let Some(&at) = self.lost[core].get(&line).filter(|_| i < self.p) {
             let rewritten = self
@@ -481,7 +496,8 @@ impl ExactEngine {
                     c.find(line).is_some_and(|s| c.state(s) & DIRTY != 0)
                 }) {
                     self.lc[o * self.n + i].writebacks += 1;
-                    self.write_back(o, i, line);
+                    // The owner keeps a clean copy: the data must leave its private levels.
+                    self.write_back_to(o, i, line, self.p);
                 }
             }
             self.update_private(o, line, 0, OWNED | DIRTY);
@@ -644,9 +660,14 @@ impl ExactEngine {
             self.update_private(core, line, OWNED, 0);
         }
         // A line back from outside the core is no longer "lost" to coherence.
-        if !found_private && !self.lost[core].is_empty() && self.private_state(core, line).is_some()
+        if !found_private
+            && !self.lost[core].is_empty()
+            && self.private_state(core, line).is_some()
+            && self.lost[core].remove(&line).is_some()
+            && !self.lost.iter().any(|l| l.contains_key(&line))
         {
-            self.lost[core].remove(&line);
+            // No core waits to classify a coherence miss on this line any more.
+            self.written.remove(&line);
         }
         // 5. The written bytes.
         if write {
@@ -675,9 +696,15 @@ impl ExactEngine {
     /// Dirty data of `line` leaves level `from` of `core`: it goes to the next level holding
     /// the line (marked dirty there) or to memory.
     fn write_back(&mut self, core: usize, from: usize, line: u64) {
+        self.write_back_to(core, from, line, from + 1);
+    }
+
+    /// Like [`Self::write_back`], but the data may only come to rest at level `stop_from`
+    /// or below (a downgrade must move it out of the owner's private levels).
+    fn write_back_to(&mut self, core: usize, from: usize, line: u64, stop_from: usize) {
         for j in from + 1..=self.n {
             self.path(j, core, 0, self.line_size);
-            if j < self.n {
+            if j < self.n && j >= stop_from {
                 let cache = self.cache(core, j);
                 if let Some(s) = cache.find(line) {
                     let st = cache.state(s);
@@ -706,7 +733,10 @@ impl ExactEngine {
             return;
         }
         let victim = self.cache(core, i).fill(line, state);
-        self.classifier(core, i).last = Some(line);
+        let class = self.classifier(core, i);
+        class.last = Some(line);
+        class.seen.insert(line);
+        class.shadow.access(line);
         if i < self.p {
             *self.sharers.entry(line).or_insert(0) |= 1u64 << core;
         }

@@ -204,6 +204,10 @@ pub struct MachineModel {
 /// Largest number of simulated cores (sharer sets are 64-bit masks).
 pub const MAX_CORES: u32 = 64;
 
+/// Largest capacity of one cache level. The simulator keeps about 40 bytes of state per line
+/// (tags, replacement, classification), so 1 GiB of 64-byte lines costs under 1 GiB.
+pub const MAX_LEVEL_BYTES: u64 = 1 << 30;
+
 const PRESETS: [(&str, &str); 2] = [
     ("ivybridge-4c", include_str!("../presets/ivybridge-4c.toml")),
     ("cachegrind", include_str!("../presets/cachegrind.toml")),
@@ -304,6 +308,15 @@ impl MachineModel {
             }
             if l.assoc == 0 {
                 return bad(f("assoc"), "must be at least 1".into());
+            }
+            if l.size > MAX_LEVEL_BYTES {
+                return bad(
+                    f("size"),
+                    format!(
+                        "{} bytes exceeds the simulator's limit of 1 GiB per level",
+                        l.size
+                    ),
+                );
             }
             if l.size == 0 || l.size % self.line_size as u64 != 0 {
                 return bad(

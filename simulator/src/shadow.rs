@@ -129,6 +129,11 @@ impl FaLru {
         hit
     }
 
+    /// Whether `line` is present (no change to the recency order).
+    pub fn contains(&self, line: u64) -> bool {
+        self.front[..self.front_len].contains(&line) || self.slot_of.contains_key(&line)
+    }
+
     /// Removes `line` (a coherence invalidation removes it from any cache).
     pub fn remove(&mut self, line: u64) {
         let k = self.front_len;

@@ -19,7 +19,8 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     if !a.set.is_empty() {
         model.apply_overrides(&a.set, &a.machine)?;
     }
-    let cachegrind = model.name == "cachegrind";
+    // Cachegrind's algorithm is selected by the preset, not by a user model's name.
+    let cachegrind = a.machine == "cachegrind";
     if !cachegrind && (a.i1.is_some() || a.d1.is_some() || a.ll.is_some()) {
         bail!("--I1/--D1/--LL set Cachegrind's geometry and need --machine cachegrind");
     }

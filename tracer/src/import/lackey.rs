@@ -44,6 +44,12 @@ fn parse_access(rest: &str) -> Result<(u64, u32), String> {
     if size == 0 {
         return Err("access of size 0".into());
     }
+    if size > cachescope_schema::limits::MAX_ACCESS_BYTES {
+        return Err(format!(
+            "access of {size} bytes exceeds the trace format's limit of {} bytes",
+            cachescope_schema::limits::MAX_ACCESS_BYTES
+        ));
+    }
     Ok((addr, size))
 }
 
@@ -183,6 +189,7 @@ mod tests {
             ("I  zz,3\n", 1, "bad hex address"),
             (" L 1000,0\n", 1, "size 0"),
             (" L 1000\n", 1, "expected ADDR,SIZE"),
+            (" L 0,4294967295\n", 1, "exceeds the trace format's limit"),
         ] {
             match import(text.as_bytes(), "in.txt", Vec::new(), "p") {
                 Err(ImportError::Parse {
