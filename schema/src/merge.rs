@@ -167,17 +167,14 @@ impl MergedEvents {
             let Wait::Lock { lock, .. } = self.threads[i].wait else {
                 continue;
             };
-            let Some(st) = self.locks.get(&lock) else {
+            // A live holder will still release the lock; only a finished one never will.
+            let threads = &self.threads;
+            let Some(st) = self.locks.get_mut(&lock) else {
                 continue;
             };
-            // A live holder will still release the lock; only a finished one never will.
-            if st
-                .holder
-                .is_some_and(|h| self.threads[h].wait != Wait::Done)
-            {
+            if st.holder.is_some_and(|h| threads[h].wait != Wait::Done) {
                 continue;
             }
-            let st = self.locks.get_mut(&lock).expect("looked up above");
             st.holder = None;
             if let Some((order, j)) = st.waiters.pop_first() {
                 st.next_order = order;

@@ -81,14 +81,15 @@ impl TraceSummary {
         let cost = trace.header().time_unit.access_cost();
         for e in trace.merged()? {
             let e = e.map_err(|err| err.at_path(trace.path()))?;
-            let info = threads
-                .get_mut(&e.thread)
-                .expect("merged threads come from the index");
-            counts[slot[&e.thread]][e.event.kind() as usize] += 1;
+            // Merged events only come from indexed threads.
+            let (Some(info), Some(&k)) = (threads.get_mut(&e.thread), slot.get(&e.thread)) else {
+                continue;
+            };
+            counts[k][e.event.kind() as usize] += 1;
             info.first_time = info.first_time.min(e.time);
             let after = match e.event {
-                crate::event::Event::Access(_) => e.time + cost,
-                crate::event::Event::Advance { units, .. } => e.time + units,
+                crate::event::Event::Access(_) => e.time.saturating_add(cost),
+                crate::event::Event::Advance { units, .. } => e.time.saturating_add(units),
                 _ => e.time,
             };
             info.end_time = info.end_time.max(after);

@@ -1,20 +1,14 @@
 //! Multi-core behaviour of the exact engine: the coherence invariant on random traces, and
 //! hand-checked sharing patterns.
 
-use std::collections::BTreeMap;
+mod common;
 
 use cachescope_schema::synth::{generate, GenParams, Workload};
-use cachescope_schema::{Access, AccessKind, TimeUnit, TraceFile};
+use cachescope_schema::{AccessKind, TraceFile};
 use cachescope_sim::counters::SimReport;
-use cachescope_sim::{simulate_exact, ExactEngine, MachineModel, ThreadMapping};
+use cachescope_sim::{simulate_exact, MachineModel, ThreadMapping};
+use common::{acc, engine, model};
 use proptest::prelude::*;
-
-fn model(toml_levels: &str, cores: u32, protocol: &str) -> MachineModel {
-    let text = format!(
-        "name = \"test\"\ncores = {cores}\nline_size = 64\ncoherence = \"{protocol}\"\n{toml_levels}"
-    );
-    MachineModel::from_toml(&text, "test").unwrap()
-}
 
 const L1_L2: &str = r#"
 [[levels]]
@@ -70,20 +64,6 @@ shared = true
 replacement = "random"
 "#,
     ]
-}
-
-fn engine(m: &MachineModel) -> ExactEngine {
-    let placement: BTreeMap<u32, u32> = (0..m.cores).map(|c| (c, c)).collect();
-    ExactEngine::new(m, &placement, TimeUnit::Events)
-}
-
-fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
-    Access {
-        kind,
-        size,
-        addr,
-        pc: None,
-    }
 }
 
 proptest! {

@@ -1,30 +1,15 @@
 //! Edge cases of the exact engine found in review: each test failed (or panicked) before its
 //! fix.
 
-use std::collections::BTreeMap;
+mod common;
 
-use cachescope_schema::{Access, AccessKind, Event, TimeUnit, TimedEvent};
+use cachescope_schema::{AccessKind, Event, TimedEvent};
 use cachescope_sim::counters::MissCounts;
-use cachescope_sim::{ExactEngine, MachineModel};
+use cachescope_sim::MachineModel;
+use common::{acc, engine};
 
 fn model(levels: &str, cores: u32) -> MachineModel {
-    let text =
-        format!("name = \"t\"\ncores = {cores}\nline_size = 64\ncoherence = \"msi\"\n{levels}");
-    MachineModel::from_toml(&text, "t").unwrap()
-}
-
-fn engine(m: &MachineModel) -> ExactEngine {
-    let placement: BTreeMap<u32, u32> = (0..m.cores).map(|c| (c, c)).collect();
-    ExactEngine::new(m, &placement, TimeUnit::Events)
-}
-
-fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
-    Access {
-        kind,
-        size,
-        addr,
-        pc: None,
-    }
+    common::model(levels, cores, "msi")
 }
 
 /// Private L1 and L2, shared L3.

@@ -1,0 +1,30 @@
+//! Helpers shared by the simulator's integration tests.
+
+use std::collections::BTreeMap;
+
+use cachescope_schema::{Access, AccessKind, TimeUnit};
+use cachescope_sim::{ExactEngine, MachineModel};
+
+/// A 64-byte-line model with `cores` cores, coherence `protocol` and the given `[[levels]]`.
+pub fn model(levels: &str, cores: u32, protocol: &str) -> MachineModel {
+    let text = format!(
+        "name = \"test\"\ncores = {cores}\nline_size = 64\ncoherence = \"{protocol}\"\n{levels}"
+    );
+    MachineModel::from_toml(&text, "test").unwrap()
+}
+
+/// An exact engine with thread i on core i.
+pub fn engine(m: &MachineModel) -> ExactEngine {
+    let placement: BTreeMap<u32, u32> = (0..m.cores).map(|c| (c, c)).collect();
+    ExactEngine::new(m, &placement, TimeUnit::Events)
+}
+
+/// An access without code position.
+pub fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
+    Access {
+        kind,
+        size,
+        addr,
+        pc: None,
+    }
+}
