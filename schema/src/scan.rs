@@ -89,17 +89,24 @@ fn scan_into(
     let mut decoder = ChunkDecoder::default();
     let mut events = Vec::new();
     let mut checksum = crc32fast::Hasher::new();
-    while let Some(frame) = frames
-        .next_frame()
-        .map_err(|e| e.in_chunk(scan.chunks.len() as u64))?
-    {
-        let at = |e: TraceError| e.at_offset(frame.offset);
+    loop {
+        let next = frames.next_frame();
         if scan.trailer.is_some() {
-            return Err(at(TraceError::new(
-                ErrorKind::Inconsistent,
-                "data after the trailer",
-            )));
+            // Whatever follows a valid trailer (even a second, complete trace) is not part
+            // of this one.
+            return match next {
+                Ok(None) => Ok(()),
+                _ => Err(TraceError::new(
+                    ErrorKind::Inconsistent,
+                    "data after the trailer (two traces concatenated?)",
+                )
+                .at_offset(scan.good_bytes)),
+            };
         }
+        let Some(frame) = next.map_err(|e| e.in_chunk(scan.chunks.len() as u64))? else {
+            break;
+        };
+        let at = |e: TraceError| e.at_offset(frame.offset);
         let record = decode_record(&frame.payload).map_err(|e| match scan.header {
             Some(_) => at(e.in_chunk(scan.chunks.len() as u64)),
             None => at(e),

@@ -225,3 +225,28 @@ fn sequence_gap_is_inconsistent() {
     assert_eq!(err.kind, ErrorKind::Inconsistent, "{err}");
     assert!(err.message.contains("sequence 5"), "{err}");
 }
+
+#[test]
+fn data_after_the_trailer_is_inconsistent() {
+    let (bytes, _) = sample();
+    let twice = [bytes.clone(), bytes.clone()].concat();
+    let err = with_file(&twice, |p| TraceFile::open(p).err().unwrap());
+    assert_eq!(
+        (err.kind, err.offset),
+        (ErrorKind::Inconsistent, Some(bytes.len() as u64))
+    );
+    assert!(err.message.contains("after the trailer"), "{err}");
+    // The first trace is intact and usable on request.
+    let events = with_file(&twice, |p| {
+        TraceFile::open_with(
+            p,
+            OpenOptions {
+                allow_incomplete: true,
+            },
+        )
+        .unwrap()
+        .event_count()
+    });
+    let single = with_file(&bytes, |p| TraceFile::open(p).unwrap().event_count());
+    assert_eq!(events, single);
+}
