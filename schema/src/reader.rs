@@ -63,7 +63,8 @@ impl TraceFile {
             if !options.allow_incomplete {
                 return Err(d.clone());
             }
-            tracing::warn!(
+            // The caller decides how to tell the user (see `damage()`); this is only a log.
+            tracing::debug!(
                 "{d}; using the {} complete chunks before it",
                 s.chunks.len()
             );
