@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cachescope's build, tests and demo need, when missing.
 #   capnproto: the `capnp` compiler, for the test that checks the checked-in generated code;
-#   valgrind, gcc: the Cachegrind-identity test builds C programs and runs them under valgrind.
+#   valgrind, gcc, make: the Cachegrind-identity test builds C programs and runs them under
+#   valgrind; the examples test builds examples/ with make and gcc's OpenMP (libgomp).
 # The Rust toolchain itself (cargo, rustc >= 1.85) must already be installed.
 set -euo pipefail
 
@@ -14,6 +15,7 @@ missing=()
 command -v capnp >/dev/null 2>&1 || missing+=(capnproto)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v make >/dev/null 2>&1 || missing+=(make)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
