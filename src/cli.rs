@@ -29,6 +29,36 @@ pub enum Command {
     Import(ImportCommand),
     /// Replay a trace through a simulated cache hierarchy.
     Simulate(SimulateArgs),
+    /// Compile and link C/C++ for recording: `CC="cachescope cc" make`.
+    ///
+    /// Leading options (before the compiler's own): --clang (use clang-14/clang instead of
+    /// gcc), --compiler PROG (any gcc- or clang-compatible driver), --capture tsan|sancov
+    /// (sancov: clang's trace-loads/trace-stores instead of ThreadSanitizer calls). Everything
+    /// else goes to the compiler, with the instrumentation and the shim added.
+    #[command(disable_help_flag = true)]
+    Cc(CcArgs),
+    /// Run a program built with `cachescope cc` and write its trace.
+    Record(RecordArgs),
+}
+
+/// `cachescope cc`.
+#[derive(Args, Debug)]
+pub struct CcArgs {
+    /// Wrapper options, then the compiler's arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+/// `cachescope record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Output trace (default: PROGRAM-NAME.cstrace in the current directory). An existing file
+    /// is replaced only by a complete trace.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 1.., required = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// `cachescope import ...`.

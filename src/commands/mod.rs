@@ -1,7 +1,9 @@
 //! One module per command; each returns the process exit code.
 
+mod cc;
 mod demo;
 mod import;
+mod record;
 mod simulate;
 mod trace;
 
@@ -19,6 +21,8 @@ pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Demo(args) => demo::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Cc(args) => cc::run(&args.args),
+        Command::Record(args) => record::run(&args),
         Command::Import(ImportCommand::Lackey {
             input,
             output,

@@ -1,11 +1,16 @@
 //! cachescope-tracer: everything that turns a program's execution into a cachescope trace.
 //!
+//! * [`cc`]: the compiler wrapper behind `cachescope cc` (instrumentation and link flags).
+//! * [`record`]: running an instrumented program under the shim (`cachescope record`).
+//! * [`shim`]: finding the shim library.
 //! * [`import`]: importers of other tools' traces (Valgrind Lackey).
-//! * The shim that records per-thread access streams inside the traced program, and the
-//!   helpers behind `cachescope cc` / `record`, come with the tracer issue. The shim must stay
-//!   lean, because it runs inside someone else's process: it uses only the schema crate's
-//!   writer.
+//!
+//! The shim itself is the `cachescope-shim` crate in `tracer/shim/`: a cdylib that lives inside
+//! the traced program, so it stays lean (the schema crate's writer, libc, a decoder).
 
 #![warn(missing_docs)]
 
+pub mod cc;
 pub mod import;
+pub mod record;
+pub mod shim;

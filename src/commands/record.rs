@@ -1,0 +1,97 @@
+//! `cachescope record`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use cachescope_schema::{OpenOptions, TraceFile, TraceSummary};
+use cachescope_tracer::record::{inspect, record, resolve_program, RecordOptions};
+use cachescope_tracer::shim;
+
+use super::EXIT_BAD_INPUT;
+use crate::cli::RecordArgs;
+use crate::output::thousands;
+
+/// Records the program; exits with its exit code (128 + signal if it was killed), or 2 when
+/// no complete trace came out of a successful run.
+pub fn run(args: &RecordArgs) -> Result<ExitCode> {
+    let Some((program, prog_args)) = args.command.split_first() else {
+        bail!("give the program to record after --, e.g. cachescope record -- ./prog 4")
+    };
+    let program = resolve_program(&PathBuf::from(program))?;
+    let ins = inspect(&program)?;
+    if !ins.tsan && !ins.sancov_accesses {
+        bail!(
+            "{} was not built with `cachescope cc` (it calls no ThreadSanitizer or \
+             SanitizerCoverage load/store callbacks), so no accesses would be recorded; \
+             rebuild it, e.g. CC=\"cachescope cc\" make",
+            program.display()
+        );
+    }
+    let output = match &args.output {
+        Some(o) => o.clone(),
+        None => {
+            let name = program
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "program".into());
+            PathBuf::from(format!("{name}.cstrace"))
+        }
+    };
+    let exe = std::env::current_exe().context("locating the cachescope executable")?;
+    let opts = RecordOptions {
+        program: program.clone(),
+        args: prog_args.to_vec(),
+        output,
+        shim: shim::locate(&exe)?,
+        time_unit: ins.time_unit(),
+    };
+    let outcome = record(&opts)?;
+    let program_code = match outcome.status.code() {
+        Some(c) => c,
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            128 + outcome.status.signal().unwrap_or(0)
+        }
+    };
+    match (&outcome.trace, outcome.complete) {
+        (Some(path), true) => {
+            let trace = TraceFile::open_with(path, OpenOptions::default())?;
+            let s = TraceSummary::compute(&trace)?;
+            let per_access = if s.accesses > 0 {
+                s.file_bytes as f64 / s.accesses as f64
+            } else {
+                0.0
+            };
+            eprintln!(
+                "cachescope: recorded {} thread(s), {} events ({} accesses, {} {}) in {:.2} s \
+                 -> {} ({} bytes, {:.3} bytes/access)",
+                s.threads.len(),
+                thousands(s.events),
+                thousands(s.accesses),
+                thousands(s.threads.iter().map(|t| t.local_time).sum()),
+                s.time_unit.name(),
+                outcome.seconds,
+                path.display(),
+                thousands(s.file_bytes),
+                per_access
+            );
+        }
+        (Some(path), false) => eprintln!(
+            "cachescope: the trace is incomplete (the program did not end normally); kept at {} \
+             (use --allow-incomplete to read it)",
+            path.display()
+        ),
+        (None, _) => eprintln!(
+            "cachescope: no trace was written (the program exited before the recorder started, \
+             or the shim was not loaded)"
+        ),
+    }
+    if program_code != 0 {
+        return Ok(ExitCode::from(program_code.clamp(1, 255) as u8));
+    }
+    if !outcome.complete {
+        return Ok(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,321 @@
+//! `cachescope cc` + `cachescope record` on tiny C programs, with gcc and clang: exact facts
+//! about what the trace must contain.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cachescope_schema::{AccessKind, Event, EventKind, TraceFile};
+use support::{cc, compilers, count, events, have, record, run_ok};
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/record")
+        .join(name)
+}
+
+/// 1-based line of the first line of `file` containing `marker`.
+fn line_of(file: &Path, marker: &str) -> u32 {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines().position(|l| l.contains(marker)).unwrap() as u32 + 1
+}
+
+/// `file:line` of a code position, through the trace's module map and binutils' addr2line.
+fn source_line(trace: &Path, pc: u64) -> (String, u32) {
+    let t = TraceFile::open(trace).unwrap();
+    let m = t
+        .modules()
+        .find(|m| m.start <= pc && pc < m.end)
+        .unwrap_or_else(|| panic!("pc {pc:#x} is in no module of the trace"));
+    let o = run_ok(
+        Command::new("addr2line")
+            .arg("-e")
+            .arg(&m.path)
+            .arg(format!("{:#x}", pc - m.load_bias)),
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    let loc = text.lines().next().unwrap_or_default();
+    let (file, line) = loc.rsplit_once(':').unwrap();
+    let line = line.split_whitespace().next().unwrap().parse().unwrap_or(0);
+    (file.to_string(), line)
+}
+
+#[test]
+fn n_stores_to_a_global_array_are_n_store_events_at_the_right_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("stores.c");
+    for compiler in compilers() {
+        let prog = dir.path().join(format!("stores-{compiler}"));
+        cc(
+            compiler,
+            &["-O2", src.to_str().unwrap(), "-o", prog.to_str().unwrap()],
+        );
+        let trace = dir.path().join(format!("stores-{compiler}.cstrace"));
+        let n = 1000u64;
+        let out = record(&trace, &prog, &[&n.to_string()], 1);
+        let base = u64::from_str_radix(
+            out.trim()
+                .strip_prefix("array=0x")
+                .expect("program prints array=0x..."),
+            16,
+        )
+        .unwrap();
+        let all = events(&trace);
+        assert_eq!(all.len(), 1, "{compiler}: one thread");
+        let stores: Vec<_> = all[0]
+            .1
+            .iter()
+            .filter_map(|e| match e {
+                Event::Access(a)
+                    if a.kind == AccessKind::Store
+                        && a.addr >= base
+                        && a.addr < base + 8 * 4096 =>
+                {
+                    Some(*a)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stores.len() as u64, n, "{compiler}: stores into g_array");
+        for (i, a) in stores.iter().enumerate() {
+            assert_eq!(a.addr, base + 8 * i as u64, "{compiler}: store {i}");
+            assert_eq!(a.size, 8, "{compiler}: store {i}");
+        }
+        // The compiler may peel or unroll the loop: several store instructions, one line.
+        let mut pcs: Vec<u64> = stores
+            .iter()
+            .map(|a| a.pc.expect("stores have code positions").addr())
+            .collect();
+        pcs.sort_unstable();
+        pcs.dedup();
+        for pc in pcs {
+            let (file, line) = source_line(&trace, pc);
+            assert!(file.ends_with("stores.c"), "{compiler}: {file}");
+            assert_eq!(
+                line,
+                line_of(&src, "STORE-LINE"),
+                "{compiler}: line of {pc:#x}"
+            );
+        }
+        // Time is in instructions and the loop's instructions were counted.
+        let t = TraceFile::open(&trace).unwrap();
+        assert_eq!(t.header().time_unit.name(), "instructions");
+        let units: u64 = all[0]
+            .1
+            .iter()
+            .map(|e| match e {
+                Event::Advance { units, .. } => *units,
+                _ => 0,
+            })
+            .sum();
+        assert!(
+            units >= 2 * n,
+            "{compiler}: {units} instructions for {n} iterations"
+        );
+    }
+}
+
+#[test]
+fn record_keeps_the_exit_code_and_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("stores");
+    cc(
+        "gcc",
+        &[
+            "-O1",
+            source("stores.c").to_str().unwrap(),
+            "-o",
+            prog.to_str().unwrap(),
+        ],
+    );
+    let trace = dir.path().join("t.cstrace");
+    let o = Command::new(support::cachescope())
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["10", "7"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(7));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("array=0x"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("recorded 1 thread(s)"), "{err}");
+    assert!(trace.is_file());
+    // Not instrumented: a clear error, exit 2, nothing written.
+    let plain = dir.path().join("plain");
+    run_ok(
+        Command::new("gcc")
+            .arg(source("stores.c"))
+            .arg("-o")
+            .arg(&plain),
+    );
+    let o = Command::new(support::cachescope())
+        .args(["record", "-o"])
+        .arg(dir.path().join("p.cstrace"))
+        .arg("--")
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not built with `cachescope cc`"));
+    assert!(!dir.path().join("p.cstrace").exists());
+}
+
+#[test]
+fn k_openmp_barriers_give_k_barrier_events_per_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("omp_barriers.c");
+    for compiler in compilers() {
+        let prog = dir.path().join(format!("bar-{compiler}"));
+        cc(
+            compiler,
+            &[
+                "-O2",
+                "-fopenmp",
+                src.to_str().unwrap(),
+                "-o",
+                prog.to_str().unwrap(),
+            ],
+        );
+        for threads in [2u32, 3] {
+            let trace = dir.path().join(format!("bar-{compiler}-{threads}.cstrace"));
+            let k = 5;
+            let out = record(&trace, &prog, &[&k.to_string()], threads);
+            assert_eq!(out.trim(), format!("team={threads} k={k}"));
+            let all = events(&trace);
+            assert_eq!(
+                all.len() as u32,
+                threads,
+                "{compiler}: threads in the trace"
+            );
+            for (tid, evs) in &all {
+                // K explicit barriers, plus the region's fork and join, which the tracer
+                // records as barriers of the team.
+                assert_eq!(
+                    count(evs, EventKind::BarrierEnter),
+                    k + 2,
+                    "{compiler}, {threads} threads: barrier enters of thread {tid}"
+                );
+                assert_eq!(count(evs, EventKind::BarrierLeave), k + 2);
+                assert_eq!(count(evs, EventKind::RegionBegin), 1);
+            }
+            // Replay aligns the threads at every barrier without deadlock.
+            run_ok(
+                Command::new(support::cachescope())
+                    .arg("simulate")
+                    .arg(&trace),
+            );
+        }
+    }
+}
+
+#[test]
+fn pthreads_create_join_barriers_and_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("pthreads.c");
+    for compiler in compilers() {
+        let prog = dir.path().join(format!("pt-{compiler}"));
+        cc(
+            compiler,
+            &[
+                "-O2",
+                "-pthread",
+                src.to_str().unwrap(),
+                "-o",
+                prog.to_str().unwrap(),
+            ],
+        );
+        let trace = dir.path().join(format!("pt-{compiler}.cstrace"));
+        let (t, k) = (3, 4);
+        let out = record(&trace, &prog, &[&t.to_string(), &k.to_string()], 1);
+        assert_eq!(out.trim(), format!("counter={}", t * k));
+        let all = events(&trace);
+        assert_eq!(all.len(), t + 1, "{compiler}: main + {t} threads");
+        let main = &all[0].1;
+        assert_eq!(count(main, EventKind::ThreadCreate), t);
+        assert_eq!(count(main, EventKind::ThreadJoin), t);
+        for (tid, evs) in &all[1..] {
+            assert_eq!(evs.first(), Some(&Event::ThreadStart), "thread {tid}");
+            assert_eq!(evs.last(), Some(&Event::ThreadExit), "thread {tid}");
+            assert_eq!(count(evs, EventKind::BarrierEnter), k, "thread {tid}");
+            assert_eq!(count(evs, EventKind::LockAcquire), k, "thread {tid}");
+            assert_eq!(count(evs, EventKind::LockRelease), k, "thread {tid}");
+        }
+        run_ok(
+            Command::new(support::cachescope())
+                .arg("simulate")
+                .arg(&trace),
+        );
+    }
+}
+
+#[test]
+fn an_openmp_atomic_counter_computes_the_same_with_and_without_the_shim() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("omp_atomic.c");
+    for compiler in compilers() {
+        let native = dir.path().join(format!("atomic-native-{compiler}"));
+        run_ok(
+            Command::new(compiler)
+                .args(["-O2", "-fopenmp"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&native),
+        );
+        let prog = dir.path().join(format!("atomic-{compiler}"));
+        cc(
+            compiler,
+            &[
+                "-O2",
+                "-fopenmp",
+                src.to_str().unwrap(),
+                "-o",
+                prog.to_str().unwrap(),
+            ],
+        );
+        let n = "200000";
+        let expected = String::from_utf8(
+            run_ok(Command::new(&native).arg(n).env("OMP_NUM_THREADS", "2")).stdout,
+        )
+        .unwrap();
+        // sum of i % 7 for i < 200000 (= 7 * 28571 + 3): 28571 * 21 + 0 + 1 + 2.
+        assert_eq!(expected.trim(), "counter=599994 fsum=100000.0");
+        // Instrumented, not recording (the shim is inert but still performs the atomics).
+        let inert = String::from_utf8(
+            run_ok(Command::new(&prog).arg(n).env("OMP_NUM_THREADS", "2")).stdout,
+        )
+        .unwrap();
+        assert_eq!(inert, expected, "{compiler}: instrumented, not recording");
+        let trace = dir.path().join(format!("atomic-{compiler}.cstrace"));
+        let recorded = record(&trace, &prog, &[n], 2);
+        assert_eq!(recorded, expected, "{compiler}: recording");
+        let all = events(&trace);
+        let rmw: usize = all
+            .iter()
+            .map(|(_, e)| count(e, EventKind::AtomicRmw))
+            .sum();
+        assert!(
+            rmw >= 200_000,
+            "{compiler}: {rmw} atomic RMWs for 200000 atomic adds"
+        );
+        let acquires: usize = all
+            .iter()
+            .map(|(_, e)| count(e, EventKind::LockAcquire))
+            .sum();
+        assert_eq!(
+            acquires, 200_000,
+            "{compiler}: one critical section per iteration"
+        );
+    }
+}
+
+#[test]
+fn addr2line_is_available() {
+    assert!(
+        have("addr2line"),
+        "binutils' addr2line resolves code positions in these tests"
+    );
+}

@@ -1,0 +1,147 @@
+//! Heap interposition: `malloc`, `calloc`, `realloc`, `free`, `posix_memalign`,
+//! `aligned_alloc`, `memalign`, `valloc`, with the allocation site (the caller's return
+//! address), so analyses can name heap objects by where they were allocated.
+//!
+//! The real allocator is glibc's, reached through its `__libc_*` entry points rather than
+//! `dlsym`: `dlsym` itself allocates, and would recurse into us before it could answer.
+//! The shim's own allocations (Rust's allocator calls these same symbols) are not recorded:
+//! [`crate::thread::current`] returns `None` while the shim works on a thread.
+
+use cachescope_schema::{CodePos, Event};
+use libc::{c_int, c_void, size_t};
+
+use crate::thread;
+
+extern "C" {
+    fn __libc_malloc(size: size_t) -> *mut c_void;
+    fn __libc_calloc(n: size_t, size: size_t) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: size_t) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_memalign(align: size_t, size: size_t) -> *mut c_void;
+    fn __libc_valloc(size: size_t) -> *mut c_void;
+}
+
+fn record_alloc(p: *mut c_void, size: usize, ret: u64) {
+    if p.is_null() {
+        return;
+    }
+    if let Some(st) = thread::current() {
+        st.push(Event::Alloc {
+            addr: p as u64,
+            size: size as u64,
+            site: CodePos::new(ret.wrapping_sub(1)),
+        });
+    }
+}
+
+fn record_free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    if let Some(st) = thread::current() {
+        st.push(Event::Free { addr: p as u64 });
+    }
+}
+
+extern "C" fn malloc_impl(size: size_t, ret: u64) -> *mut c_void {
+    // SAFETY: glibc's allocator with the caller's argument.
+    let p = unsafe { __libc_malloc(size) };
+    record_alloc(p, size, ret);
+    p
+}
+
+extern "C" fn calloc_impl(n: size_t, size: size_t, ret: u64) -> *mut c_void {
+    // SAFETY: as above.
+    let p = unsafe { __libc_calloc(n, size) };
+    record_alloc(p, n.saturating_mul(size), ret);
+    p
+}
+
+extern "C" fn realloc_impl(old: *mut c_void, size: size_t, ret: u64) -> *mut c_void {
+    // SAFETY: as above; `old` is the caller's block (or null).
+    let p = unsafe { __libc_realloc(old, size) };
+    if !p.is_null() || size == 0 {
+        record_free(old);
+    }
+    record_alloc(p, size, ret);
+    p
+}
+
+extern "C" fn free_impl(p: *mut c_void) {
+    record_free(p);
+    // SAFETY: the caller's block.
+    unsafe { __libc_free(p) }
+}
+
+extern "C" fn memalign_impl(align: size_t, size: size_t, ret: u64) -> *mut c_void {
+    // SAFETY: as above.
+    let p = unsafe { __libc_memalign(align, size) };
+    record_alloc(p, size, ret);
+    p
+}
+
+extern "C" fn valloc_impl(size: size_t, ret: u64) -> *mut c_void {
+    // SAFETY: as above.
+    let p = unsafe { __libc_valloc(size) };
+    record_alloc(p, size, ret);
+    p
+}
+
+extern "C" fn posix_memalign_impl(
+    out: *mut *mut c_void,
+    align: size_t,
+    size: size_t,
+    ret: u64,
+) -> c_int {
+    if !align.is_power_of_two() || align % std::mem::size_of::<usize>() != 0 {
+        return libc::EINVAL;
+    }
+    // SAFETY: as above.
+    let p = unsafe { __libc_memalign(align, size) };
+    if p.is_null() {
+        return libc::ENOMEM;
+    }
+    // SAFETY: `out` is the caller's result slot.
+    unsafe { out.write(p) };
+    record_alloc(p, size, ret);
+    0
+}
+
+extern "C" fn aligned_alloc_impl(align: size_t, size: size_t, ret: u64) -> *mut c_void {
+    if !align.is_power_of_two() {
+        // SAFETY: errno is thread-local.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return std::ptr::null_mut();
+    }
+    memalign_impl(align, size, ret)
+}
+
+/// Defines an exported allocator entry point that appends its return address (the allocation
+/// site) after the C arguments, in `$reg`, and jumps to `$imp`.
+macro_rules! site_entry {
+    ($($name:ident $args:tt -> $ret:ty, $reg:literal => $imp:ident;)*) => {$(
+        #[doc = concat!("Interposed `", stringify!($name), "`.")]
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub extern "C" fn $name $args -> $ret {
+            core::arch::naked_asm!(concat!("mov ", $reg, ", [rsp]"), "jmp {f}", f = sym $imp)
+        }
+    )*};
+}
+
+site_entry! {
+    malloc(_size: size_t) -> *mut c_void, "rsi" => malloc_impl;
+    calloc(_n: size_t, _size: size_t) -> *mut c_void, "rdx" => calloc_impl;
+    realloc(_p: *mut c_void, _size: size_t) -> *mut c_void, "rdx" => realloc_impl;
+    memalign(_align: size_t, _size: size_t) -> *mut c_void, "rdx" => memalign_impl;
+    aligned_alloc(_align: size_t, _size: size_t) -> *mut c_void, "rdx" => aligned_alloc_impl;
+    valloc(_size: size_t) -> *mut c_void, "rsi" => valloc_impl;
+    posix_memalign(_out: *mut *mut c_void, _align: size_t, _size: size_t) -> c_int, "rcx"
+        => posix_memalign_impl;
+}
+
+/// Interposed `free`.
+#[no_mangle]
+pub extern "C" fn free(p: *mut c_void) {
+    free_impl(p)
+}

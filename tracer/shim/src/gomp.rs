@@ -1,0 +1,295 @@
+//! GNU libgomp interposition (OpenMP with gcc): parallel regions, team barriers, critical
+//! sections, atomics and OpenMP locks.
+//!
+//! A parallel region's outlined function is wrapped so that every team member records the
+//! region, a barrier at its start (members start no earlier than the fork) and one at its end
+//! (the implicit join barrier). Each team gets a synthetic barrier object, so barriers of teams
+//! of different sizes never mix; explicit and loop-end barriers use the same object.
+//! Not modelled (documented): tasks and their dependences, nested parallelism beyond keeping
+//! the team stack, `ordered`, cancellation points, nest locks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cachescope_schema::Event;
+use libc::{c_long, c_uint, c_void};
+
+use crate::pthread::{acquired, barrier, releasing};
+use crate::real::real_fn;
+use crate::thread::{self, Team};
+
+type OutlinedFn = extern "C" fn(*mut c_void);
+
+/// Synthetic objects live above the user address space, so they never collide with real ones.
+const SYNTHETIC: u64 = 0xffff_8000_0000_0000;
+/// The lock behind unnamed `critical` sections.
+const CRITICAL_LOCK: u64 = SYNTHETIC | 0x1;
+/// The lock behind `GOMP_atomic_start/end`.
+const ATOMIC_LOCK: u64 = SYNTHETIC | 0x2;
+/// Team barrier objects: `TEAM_BASE | team number`.
+const TEAM_BASE: u64 = SYNTHETIC | 0x1_0000_0000;
+
+static NEXT_TEAM: AtomicU64 = AtomicU64::new(0);
+
+real_fn! {
+    real_parallel: "GOMP_parallel" => unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_uint);
+    real_parallel_loop: "GOMP_parallel_loop_static" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_dynamic: "GOMP_parallel_loop_dynamic" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_guided: "GOMP_parallel_loop_guided" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_nm_dynamic: "GOMP_parallel_loop_nonmonotonic_dynamic" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_nm_guided: "GOMP_parallel_loop_nonmonotonic_guided" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_runtime: "GOMP_parallel_loop_runtime" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_nm_runtime: "GOMP_parallel_loop_nonmonotonic_runtime" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_uint);
+    real_parallel_loop_mnm_runtime: "GOMP_parallel_loop_maybe_nonmonotonic_runtime" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_long, c_long, c_long, c_uint);
+    real_parallel_sections: "GOMP_parallel_sections" =>
+        unsafe extern "C" fn(OutlinedFn, *mut c_void, c_uint, c_uint, c_uint);
+    real_barrier: "GOMP_barrier" => unsafe extern "C" fn();
+    real_barrier_cancel: "GOMP_barrier_cancel" => unsafe extern "C" fn() -> bool;
+    real_loop_end: "GOMP_loop_end" => unsafe extern "C" fn();
+    real_loop_end_cancel: "GOMP_loop_end_cancel" => unsafe extern "C" fn() -> bool;
+    real_sections_end: "GOMP_sections_end" => unsafe extern "C" fn();
+    real_sections_end_cancel: "GOMP_sections_end_cancel" => unsafe extern "C" fn() -> bool;
+    real_critical_start: "GOMP_critical_start" => unsafe extern "C" fn();
+    real_critical_end: "GOMP_critical_end" => unsafe extern "C" fn();
+    real_critical_name_start: "GOMP_critical_name_start" => unsafe extern "C" fn(*mut *mut c_void);
+    real_critical_name_end: "GOMP_critical_name_end" => unsafe extern "C" fn(*mut *mut c_void);
+    real_atomic_start: "GOMP_atomic_start" => unsafe extern "C" fn();
+    real_atomic_end: "GOMP_atomic_end" => unsafe extern "C" fn();
+    real_set_lock: "omp_set_lock" => unsafe extern "C" fn(*mut c_void);
+    real_unset_lock: "omp_unset_lock" => unsafe extern "C" fn(*mut c_void);
+    real_test_lock: "omp_test_lock" => unsafe extern "C" fn(*mut c_void) -> i32;
+    real_num_threads: "omp_get_num_threads" => unsafe extern "C" fn() -> i32;
+}
+
+/// What the wrapped outlined function needs.
+struct Region {
+    f: OutlinedFn,
+    data: *mut c_void,
+    team: u64,
+}
+
+/// Runs in every member of the team.
+extern "C" fn run_region(p: *mut c_void) {
+    // SAFETY: `p` is the `Region` on the forking thread's stack, alive until the region (and
+    // so every member's call of this function) has ended.
+    let r = unsafe { &*p.cast::<Region>() };
+    // SAFETY: libgomp is loaded (it called us).
+    let size = unsafe { real_num_threads()() }.max(1) as u32;
+    let region = r.f as usize as u64;
+    let team = Team {
+        barrier: TEAM_BASE | r.team,
+        size,
+    };
+    if let Some(st) = thread::current() {
+        st.quiet(|st| st.teams.push(team));
+        st.push(Event::RegionBegin { region, team: size });
+        st.push(Event::BarrierEnter {
+            barrier: team.barrier,
+            participants: size,
+        });
+        st.push(Event::BarrierLeave {
+            barrier: team.barrier,
+        });
+    }
+    (r.f)(r.data);
+    if let Some(st) = thread::current() {
+        st.push(Event::BarrierEnter {
+            barrier: team.barrier,
+            participants: size,
+        });
+        st.push(Event::BarrierLeave {
+            barrier: team.barrier,
+        });
+        st.push(Event::RegionEnd { region });
+        st.quiet(|st| st.teams.pop());
+    }
+}
+
+/// Runs `fork` with the outlined function wrapped, when recording.
+fn fork(f: OutlinedFn, data: *mut c_void, fork: impl FnOnce(OutlinedFn, *mut c_void)) {
+    if thread::current().is_none() {
+        return fork(f, data);
+    }
+    let mut region = Region {
+        f,
+        data,
+        team: NEXT_TEAM.fetch_add(1, Ordering::Relaxed),
+    };
+    fork(run_region, (&mut region as *mut Region).cast());
+}
+
+/// The innermost team's barrier around `wait`.
+fn team_barrier<R>(wait: impl FnOnce() -> R) -> R {
+    let team = thread::current().and_then(|st| st.teams.last().copied());
+    match team {
+        Some(t) => barrier(t.barrier, t.size, wait),
+        None => wait(),
+    }
+}
+
+/// Interposed `GOMP_parallel`.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_parallel(f: OutlinedFn, data: *mut c_void, n: c_uint, flags: c_uint) {
+    // SAFETY: forwarding, with the outlined function wrapped (same signature).
+    fork(f, data, |f, d| unsafe { real_parallel()(f, d, n, flags) })
+}
+
+macro_rules! parallel_loop {
+    ($($name:ident => $real:ident;)*) => {$(
+        #[doc = concat!("Interposed `", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            f: OutlinedFn, data: *mut c_void, n: c_uint,
+            start: c_long, end: c_long, incr: c_long, chunk: c_long, flags: c_uint,
+        ) {
+            // SAFETY: forwarding, with the outlined function wrapped.
+            fork(f, data, |f, d| unsafe { $real()(f, d, n, start, end, incr, chunk, flags) })
+        }
+    )*};
+}
+
+parallel_loop! {
+    GOMP_parallel_loop_static => real_parallel_loop;
+    GOMP_parallel_loop_dynamic => real_parallel_loop_dynamic;
+    GOMP_parallel_loop_guided => real_parallel_loop_guided;
+    GOMP_parallel_loop_nonmonotonic_dynamic => real_parallel_loop_nm_dynamic;
+    GOMP_parallel_loop_nonmonotonic_guided => real_parallel_loop_nm_guided;
+}
+
+macro_rules! parallel_loop_runtime {
+    ($($name:ident => $real:ident;)*) => {$(
+        #[doc = concat!("Interposed `", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            f: OutlinedFn, data: *mut c_void, n: c_uint,
+            start: c_long, end: c_long, incr: c_long, flags: c_uint,
+        ) {
+            // SAFETY: forwarding, with the outlined function wrapped.
+            fork(f, data, |f, d| unsafe { $real()(f, d, n, start, end, incr, flags) })
+        }
+    )*};
+}
+
+parallel_loop_runtime! {
+    GOMP_parallel_loop_runtime => real_parallel_loop_runtime;
+    GOMP_parallel_loop_nonmonotonic_runtime => real_parallel_loop_nm_runtime;
+    GOMP_parallel_loop_maybe_nonmonotonic_runtime => real_parallel_loop_mnm_runtime;
+}
+
+/// Interposed `GOMP_parallel_sections`.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_parallel_sections(
+    f: OutlinedFn,
+    data: *mut c_void,
+    n: c_uint,
+    count: c_uint,
+    flags: c_uint,
+) {
+    // SAFETY: forwarding, with the outlined function wrapped.
+    fork(f, data, |f, d| unsafe {
+        real_parallel_sections()(f, d, n, count, flags)
+    })
+}
+
+macro_rules! barrier_fn {
+    ($($name:ident => $real:ident -> $ret:ty;)*) => {$(
+        #[doc = concat!("Interposed `", stringify!($name), "`: a team barrier.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name() -> $ret {
+            // SAFETY: forwarding.
+            team_barrier(|| unsafe { $real()() })
+        }
+    )*};
+}
+
+barrier_fn! {
+    GOMP_barrier => real_barrier -> ();
+    GOMP_barrier_cancel => real_barrier_cancel -> bool;
+    GOMP_loop_end => real_loop_end -> ();
+    GOMP_loop_end_cancel => real_loop_end_cancel -> bool;
+    GOMP_sections_end => real_sections_end -> ();
+    GOMP_sections_end_cancel => real_sections_end_cancel -> bool;
+}
+
+/// Interposed `GOMP_critical_start` (unnamed `critical`).
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_critical_start() {
+    // SAFETY: forwarding.
+    unsafe { real_critical_start()() };
+    acquired(CRITICAL_LOCK);
+}
+
+/// Interposed `GOMP_critical_end`.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_critical_end() {
+    releasing(CRITICAL_LOCK);
+    // SAFETY: forwarding.
+    unsafe { real_critical_end()() }
+}
+
+/// Interposed `GOMP_critical_name_start` (`critical(name)`; the lock is the name's slot).
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_critical_name_start(p: *mut *mut c_void) {
+    // SAFETY: forwarding.
+    unsafe { real_critical_name_start()(p) };
+    acquired(p as u64);
+}
+
+/// Interposed `GOMP_critical_name_end`.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_critical_name_end(p: *mut *mut c_void) {
+    releasing(p as u64);
+    // SAFETY: forwarding.
+    unsafe { real_critical_name_end()(p) }
+}
+
+/// Interposed `GOMP_atomic_start` (atomics the compiler could not make lock-free).
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_atomic_start() {
+    // SAFETY: forwarding.
+    unsafe { real_atomic_start()() };
+    acquired(ATOMIC_LOCK);
+}
+
+/// Interposed `GOMP_atomic_end`.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_atomic_end() {
+    releasing(ATOMIC_LOCK);
+    // SAFETY: forwarding.
+    unsafe { real_atomic_end()() }
+}
+
+/// Interposed `omp_set_lock`. (With clang's libomp these are seen through OMPT instead; the
+/// interposer then still forwards correctly.)
+#[no_mangle]
+pub unsafe extern "C" fn omp_set_lock(l: *mut c_void) {
+    // SAFETY: forwarding.
+    unsafe { real_set_lock()(l) };
+    acquired(l as u64);
+}
+
+/// Interposed `omp_unset_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn omp_unset_lock(l: *mut c_void) {
+    releasing(l as u64);
+    // SAFETY: forwarding.
+    unsafe { real_unset_lock()(l) }
+}
+
+/// Interposed `omp_test_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn omp_test_lock(l: *mut c_void) -> i32 {
+    // SAFETY: forwarding.
+    let got = unsafe { real_test_lock()(l) };
+    if got != 0 {
+        acquired(l as u64);
+    }
+    got
+}

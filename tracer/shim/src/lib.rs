@@ -1,0 +1,31 @@
+//! cachescope-shim: the recorder that runs inside a program built with `cachescope cc`.
+//!
+//! The compilers' instrumentation calls into this library instead of a sanitizer runtime:
+//! ThreadSanitizer entry points ([`tsan`], [`atomics`]) and SanitizerCoverage callbacks
+//! ([`cov`]) report memory accesses and basic blocks; interposed functions report threads,
+//! locks and barriers ([`pthread`], [`gomp`]), heap blocks ([`alloc`]) and modules ([`exit`]'s
+//! `dlopen`). Events go into per-thread buffers ([`thread`]) and from there to one writer
+//! thread ([`recorder`]) that encodes the trace with the schema crate's writer.
+//!
+//! The shim is inert unless `CACHESCOPE_OUT` names the output (as `cachescope record` does),
+//! so instrumented binaries also run normally. It must never unwind into C: it has no panicking
+//! paths on recording threads (errors end recording with a message instead), and the release
+//! profile aborts on panic.
+//!
+//! `unsafe` is confined to this crate (the project's rule): every block says why it is sound.
+
+#![allow(clippy::missing_safety_doc)] // C ABI entry points: the callers are compilers and libc.
+#![allow(clippy::not_unsafe_ptr_arg_deref)] // ditto: pointers come from instrumented code.
+
+mod alloc;
+mod atomics;
+mod blockcost;
+mod cov;
+mod exit;
+mod gomp;
+mod modules;
+mod pthread;
+mod real;
+mod recorder;
+mod thread;
+mod tsan;

@@ -1,0 +1,251 @@
+//! pthreads interposition: thread create/start/join (exit is recorded by the thread-exit key in
+//! [`crate::thread`]), mutexes, condition variables and barriers.
+//!
+//! Lock acquisitions are numbered per lock in the order they happened (the number is taken
+//! while the lock is held, so it is the real order); replay aligns clocks with it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use cachescope_schema::{Event, ThreadId};
+use libc::{c_int, c_void, pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t};
+
+use crate::real::real_fn;
+use crate::recorder::{self, lock};
+use crate::thread;
+
+type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
+
+real_fn! {
+    real_create: "pthread_create" =>
+        unsafe extern "C" fn(*mut libc::pthread_t, *const pthread_attr_t, StartFn, *mut c_void) -> c_int;
+    real_join: "pthread_join" => unsafe extern "C" fn(libc::pthread_t, *mut *mut c_void) -> c_int;
+    real_mutex_lock: "pthread_mutex_lock" => unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int;
+    real_mutex_trylock: "pthread_mutex_trylock" => unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int;
+    real_mutex_timedlock: "pthread_mutex_timedlock" =>
+        unsafe extern "C" fn(*mut pthread_mutex_t, *const libc::timespec) -> c_int;
+    real_mutex_unlock: "pthread_mutex_unlock" => unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int;
+    real_cond_wait: "pthread_cond_wait" =>
+        unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
+    real_cond_timedwait: "pthread_cond_timedwait" =>
+        unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const libc::timespec) -> c_int;
+    real_barrier_init: "pthread_barrier_init" =>
+        unsafe extern "C" fn(*mut pthread_barrier_t, *const libc::pthread_barrierattr_t, u32) -> c_int;
+    real_barrier_wait: "pthread_barrier_wait" => unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
+}
+
+/// Next acquisition number per lock object.
+static LOCK_ORDERS: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
+/// Recorded id of each thread created through us, by pthread handle.
+static THREAD_IDS: Mutex<Option<HashMap<u64, ThreadId>>> = Mutex::new(None);
+/// Participant count of each barrier, from `pthread_barrier_init`.
+static BARRIERS: Mutex<Option<HashMap<u64, u32>>> = Mutex::new(None);
+
+/// Records that the calling thread acquired `lock` (call while holding it).
+pub(crate) fn acquired(lock_obj: u64) {
+    if let Some(st) = thread::current() {
+        let order = st.quiet(|_| {
+            let mut g = lock(&LOCK_ORDERS);
+            let n = g
+                .get_or_insert_with(HashMap::new)
+                .entry(lock_obj)
+                .or_insert(0);
+            let order = *n;
+            *n += 1;
+            order
+        });
+        st.push(Event::LockAcquire {
+            lock: lock_obj,
+            order,
+        });
+    }
+}
+
+/// Records that the calling thread is about to release `lock`.
+pub(crate) fn releasing(lock_obj: u64) {
+    if let Some(st) = thread::current() {
+        st.push(Event::LockRelease { lock: lock_obj });
+    }
+}
+
+/// Records a barrier episode around `wait`.
+pub(crate) fn barrier<R>(obj: u64, participants: u32, wait: impl FnOnce() -> R) -> R {
+    if let Some(st) = thread::current() {
+        st.push(Event::BarrierEnter {
+            barrier: obj,
+            participants,
+        });
+    }
+    let r = wait();
+    if let Some(st) = thread::current() {
+        st.push(Event::BarrierLeave { barrier: obj });
+    }
+    r
+}
+
+struct Start {
+    start: StartFn,
+    arg: *mut c_void,
+    tid: ThreadId,
+}
+
+extern "C" fn start_thread(p: *mut c_void) -> *mut c_void {
+    // SAFETY: `p` is the `Start` boxed by `pthread_create` below, handed to exactly this thread.
+    let s = unsafe { Box::from_raw(p.cast::<Start>()) };
+    thread::assign_tid(s.tid);
+    if let Some(st) = thread::current() {
+        st.push(Event::ThreadStart);
+    }
+    (s.start)(s.arg)
+}
+
+/// Interposed `pthread_create`: the child records under a fresh id and starts no earlier than
+/// its creation.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    th: *mut libc::pthread_t,
+    attr: *const pthread_attr_t,
+    start: StartFn,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(st) = thread::current() else {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe { real_create()(th, attr, start, arg) };
+    };
+    let tid = recorder::next_tid();
+    let boxed = st.quiet(|_| Box::into_raw(Box::new(Start { start, arg, tid })));
+    // SAFETY: the caller's arguments, with our start routine and its boxed context.
+    let rc = unsafe { real_create()(th, attr, start_thread, boxed.cast()) };
+    if rc != 0 {
+        // SAFETY: the thread was not created, so the box is still ours.
+        st.quiet(|_| drop(unsafe { Box::from_raw(boxed) }));
+        return rc;
+    }
+    // SAFETY: on success pthread_create stored the handle in `*th`.
+    let handle = unsafe { *th } as u64;
+    st.quiet(|_| {
+        lock(&THREAD_IDS)
+            .get_or_insert_with(HashMap::new)
+            .insert(handle, tid)
+    });
+    st.push(Event::ThreadCreate { child: tid });
+    rc
+}
+
+/// Interposed `pthread_join`: the joiner continues no earlier than the child's exit.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_join(th: libc::pthread_t, ret: *mut *mut c_void) -> c_int {
+    // SAFETY: forwarding the caller's arguments unchanged.
+    let rc = unsafe { real_join()(th, ret) };
+    if rc == 0 {
+        if let Some(st) = thread::current() {
+            let child = st.quiet(|_| lock(&THREAD_IDS).as_mut()?.remove(&(th as u64)));
+            if let Some(child) = child {
+                st.push(Event::ThreadJoin { child });
+            }
+        }
+    }
+    rc
+}
+
+/// Interposed `pthread_mutex_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: forwarding.
+    let rc = unsafe { real_mutex_lock()(m) };
+    if rc == 0 {
+        acquired(m as u64);
+    }
+    rc
+}
+
+/// Interposed `pthread_mutex_trylock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: forwarding.
+    let rc = unsafe { real_mutex_trylock()(m) };
+    if rc == 0 {
+        acquired(m as u64);
+    }
+    rc
+}
+
+/// Interposed `pthread_mutex_timedlock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut pthread_mutex_t,
+    t: *const libc::timespec,
+) -> c_int {
+    // SAFETY: forwarding.
+    let rc = unsafe { real_mutex_timedlock()(m, t) };
+    if rc == 0 {
+        acquired(m as u64);
+    }
+    rc
+}
+
+/// Interposed `pthread_mutex_unlock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    releasing(m as u64);
+    // SAFETY: forwarding.
+    unsafe { real_mutex_unlock()(m) }
+}
+
+/// Interposed `pthread_cond_wait`: releases and re-acquires the mutex.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+) -> c_int {
+    releasing(m as u64);
+    // SAFETY: forwarding.
+    let rc = unsafe { real_cond_wait()(c, m) };
+    acquired(m as u64);
+    rc
+}
+
+/// Interposed `pthread_cond_timedwait`: the mutex is re-acquired on timeout too.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_timedwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    t: *const libc::timespec,
+) -> c_int {
+    releasing(m as u64);
+    // SAFETY: forwarding.
+    let rc = unsafe { real_cond_timedwait()(c, m, t) };
+    acquired(m as u64);
+    rc
+}
+
+/// Interposed `pthread_barrier_init`: remembers the participant count.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_barrier_init(
+    b: *mut pthread_barrier_t,
+    attr: *const libc::pthread_barrierattr_t,
+    count: u32,
+) -> c_int {
+    // SAFETY: forwarding.
+    let rc = unsafe { real_barrier_init()(b, attr, count) };
+    if rc == 0 {
+        thread::quietly(|| {
+            lock(&BARRIERS)
+                .get_or_insert_with(HashMap::new)
+                .insert(b as u64, count)
+        });
+    }
+    rc
+}
+
+/// Interposed `pthread_barrier_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
+    let count = thread::quietly(|| lock(&BARRIERS).as_ref()?.get(&(b as u64)).copied());
+    // SAFETY: forwarding.
+    let wait = || unsafe { real_barrier_wait()(b) };
+    match count {
+        Some(n) => barrier(b as u64, n, wait),
+        None => wait(),
+    }
+}

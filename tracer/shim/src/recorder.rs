@@ -1,0 +1,314 @@
+//! The process-wide side of recording: configuration, the trace file, the writer thread and
+//! the registry of recording threads.
+//!
+//! Recording threads never encode or write: a full event buffer is sent over a bounded channel
+//! to one writer thread that owns the [`TraceWriter`]. The channel bound and the buffer size bound
+//! the shim's memory whatever the trace length; a producer that outruns the writer blocks.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use cachescope_schema::{
+    Event, ModuleInfo, ThreadId, ThreadWriter, TimeUnit, TraceHeader, TraceWriter,
+};
+
+use crate::thread;
+
+/// Environment variable naming the output trace (set by `cachescope record`). Without it the
+/// shim stays inert: every callback returns at once.
+pub const ENV_OUT: &str = "CACHESCOPE_OUT";
+/// Environment variable with the time unit: `instructions` or `events`.
+pub const ENV_TIME_UNIT: &str = "CACHESCOPE_TIME_UNIT";
+/// Events per recording-thread buffer (and per chunk).
+pub const BUFFER_EVENTS: usize = 32 * 1024;
+/// Full buffers that may wait for the writer before producers block: with 32-byte events this
+/// bounds the queued memory to 32 MiB.
+const QUEUE_BUFFERS: usize = 32;
+
+/// Whether events are recorded now. Cleared when recording ends (or fails, or in a fork child).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The signal that asked us to stop (SIGINT/SIGTERM), or 0.
+pub(crate) static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Next thread id to hand out (0 is the first thread that records, normally `main`).
+static NEXT_TID: AtomicU32 = AtomicU32::new(0);
+
+static RECORDER: OnceLock<Recorder> = OnceLock::new();
+/// The writer thread's pthread handle: it must never record, not even the allocations std makes
+/// before its body starts.
+static WRITER_THREAD: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the calling thread is the writer.
+pub(crate) fn is_writer_thread() -> bool {
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as u64;
+    me == WRITER_THREAD.load(Ordering::SeqCst)
+}
+
+/// Messages to the writer thread.
+pub(crate) enum Msg {
+    /// Events of one thread, in order.
+    Events(ThreadId, Vec<Event>),
+    /// The thread ended; its writer can be finished.
+    ThreadDone(ThreadId),
+    /// Modules loaded after start (dlopen).
+    Modules(Vec<ModuleInfo>),
+}
+
+struct Recorder {
+    tx: Mutex<Option<SyncSender<Msg>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    pid: u32,
+    path: PathBuf,
+}
+
+/// Whether events are recorded now.
+#[inline(always)]
+pub(crate) fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// A fresh thread id.
+pub(crate) fn next_tid() -> ThreadId {
+    NEXT_TID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Sends a message to the writer thread (dropped once recording has ended).
+pub(crate) fn send(msg: Msg) {
+    let Some(rec) = RECORDER.get() else { return };
+    let tx = lock(&rec.tx).clone();
+    if let Some(tx) = tx {
+        // An error means the writer is gone (failed or finished): nothing left to do.
+        let _ = tx.send(msg);
+    }
+}
+
+/// Buffers recycled by the writer, so recording threads rarely allocate.
+static POOL: Mutex<Vec<Vec<Event>>> = Mutex::new(Vec::new());
+
+/// An empty buffer with room for [`BUFFER_EVENTS`] events.
+pub(crate) fn take_buffer() -> Vec<Event> {
+    let recycled = lock(&POOL).pop();
+    recycled.unwrap_or_else(|| Vec::with_capacity(BUFFER_EVENTS))
+}
+
+fn recycle(mut buf: Vec<Event>) {
+    buf.clear();
+    let mut pool = lock(&POOL);
+    if pool.len() < QUEUE_BUFFERS {
+        pool.push(buf);
+    }
+}
+
+/// Starts recording if `CACHESCOPE_OUT` is set. Called once, from the shim's constructor, on
+/// the thread that loads the program.
+pub(crate) fn start() {
+    let Some(path) = std::env::var_os(ENV_OUT).map(PathBuf::from) else {
+        return;
+    };
+    // Programs this one starts (exec) must not write into our trace.
+    std::env::remove_var(ENV_OUT);
+    let unit = match std::env::var(ENV_TIME_UNIT).as_deref() {
+        Ok("events") => TimeUnit::Events,
+        _ => TimeUnit::Instructions,
+    };
+    // create_new: if another process already claimed the file, this one is not traced.
+    let file = match OpenOptions::new().write(true).create_new(true).open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "cachescope: not recording pid {}: cannot create {}: {e}",
+                std::process::id(),
+                path.display()
+            );
+            return;
+        }
+    };
+    let mut header = TraceHeader::new(
+        concat!("cachescope-shim ", env!("CARGO_PKG_VERSION")),
+        program_path(),
+        unit,
+    );
+    header.args = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    header.modules = crate::modules::snapshot().infos();
+    header.created_unix_seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let writer = match TraceWriter::with_chunk_events(
+        BufWriter::with_capacity(1 << 20, file),
+        &header,
+        BUFFER_EVENTS,
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("cachescope: not recording: {}: {e}", path.display());
+            return;
+        }
+    };
+    let (tx, rx) = sync_channel(QUEUE_BUFFERS);
+    let handle = std::thread::Builder::new()
+        .name("cachescope-writer".into())
+        .spawn(move || {
+            thread::mark_internal();
+            writer_loop(writer, rx)
+        });
+    let handle = match handle {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("cachescope: not recording: cannot start the writer thread: {e}");
+            return;
+        }
+    };
+    WRITER_THREAD.store(
+        std::os::unix::thread::JoinHandleExt::as_pthread_t(&handle) as u64,
+        Ordering::SeqCst,
+    );
+    let _ = RECORDER.set(Recorder {
+        tx: Mutex::new(Some(tx)),
+        writer: Mutex::new(Some(handle)),
+        pid: std::process::id(),
+        path,
+    });
+    ENABLED.store(true, Ordering::SeqCst);
+}
+
+fn program_path() -> String {
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .or_else(|_| std::env::args().next().ok_or(()))
+        .unwrap_or_default()
+}
+
+fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
+    let mut out = Output {
+        trace,
+        threads: HashMap::new(),
+        failed: false,
+    };
+    let mut signal = 0;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(msg) => out.handle(msg),
+            Err(RecvTimeoutError::Timeout) => {
+                signal = STOP_SIGNAL.load(Ordering::SeqCst);
+                if signal != 0 {
+                    // SIGINT/SIGTERM: the handler only set the flag (all it may do); the
+                    // writer takes what the threads have recorded so far and ends the trace.
+                    ENABLED.store(false, Ordering::SeqCst);
+                    while let Ok(msg) = rx.try_recv() {
+                        out.handle(msg);
+                    }
+                    for (tid, events, done) in thread::collect_all() {
+                        out.handle(Msg::Events(tid, events));
+                        if done {
+                            out.handle(Msg::ThreadDone(tid));
+                        }
+                    }
+                    break;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    out.finish();
+    if signal != 0 {
+        crate::exit::reraise(signal);
+    }
+}
+
+/// The writer thread's state.
+struct Output {
+    trace: TraceWriter<BufWriter<File>>,
+    threads: HashMap<ThreadId, ThreadWriter<BufWriter<File>>>,
+    failed: bool,
+}
+
+impl Output {
+    fn handle(&mut self, msg: Msg) {
+        if self.failed {
+            if let Msg::Events(_, buf) = msg {
+                recycle(buf);
+            }
+            return;
+        }
+        let result = match msg {
+            Msg::Events(tid, buf) => {
+                let r = match self.threads.entry(tid) {
+                    Entry::Occupied(o) => Ok(o.into_mut()),
+                    Entry::Vacant(v) => self.trace.thread(tid).map(|w| v.insert(w)),
+                }
+                .and_then(|w| w.extend(buf.iter().copied()));
+                recycle(buf);
+                r
+            }
+            Msg::ThreadDone(tid) => self.threads.remove(&tid).map_or(Ok(()), |w| w.finish()),
+            Msg::Modules(m) => self.trace.add_modules(&m),
+        };
+        if let Err(e) = result {
+            eprintln!("cachescope: recording failed, the trace will be incomplete: {e}");
+            ENABLED.store(false, Ordering::SeqCst);
+            self.failed = true;
+        }
+    }
+
+    fn finish(self) {
+        if self.failed {
+            return;
+        }
+        let mut result = Ok(());
+        let mut threads: Vec<_> = self.threads.into_iter().collect();
+        threads.sort_by_key(|(tid, _)| *tid);
+        for (_, w) in threads {
+            result = result.and(w.finish());
+        }
+        if let Err(e) = result.and_then(|_| self.trace.finish().map(|_| ())) {
+            eprintln!("cachescope: recording failed, the trace is incomplete: {e}");
+        }
+    }
+}
+
+/// Ends recording: hands every thread's remaining events to the writer, writes the trailer and
+/// waits for the file to be complete. Idempotent; does nothing in a forked child.
+pub(crate) fn finish() {
+    let Some(rec) = RECORDER.get() else { return };
+    if rec.pid != std::process::id() {
+        return;
+    }
+    ENABLED.store(false, Ordering::SeqCst);
+    for (tid, events, done) in thread::collect_all() {
+        send(Msg::Events(tid, events));
+        if done {
+            send(Msg::ThreadDone(tid));
+        }
+    }
+    drop(lock(&rec.tx).take());
+    let handle = lock(&rec.writer).take();
+    if let Some(h) = handle {
+        if h.join().is_err() {
+            eprintln!(
+                "cachescope: the writer thread failed; {} is incomplete",
+                rec.path.display()
+            );
+        }
+    }
+}
+
+/// Locks a mutex, also after a panic elsewhere (the shim must keep going).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Stops recording in a forked child: it has no writer thread, and the trace is the parent's.
+pub(crate) fn disable_in_child() {
+    ENABLED.store(false, Ordering::SeqCst);
+}

@@ -1,0 +1,430 @@
+//! `cachescope cc`: a compiler wrapper that builds programs for recording.
+//!
+//! It adds ThreadSanitizer instrumentation (every load, store and atomic becomes a call into
+//! the shim), basic-block coverage callbacks (`trace-pc`, for instruction counts) and `-g`
+//! (code positions → source lines), and links the shim instead of the sanitizer runtime.
+//!
+//! gcc always links its ThreadSanitizer runtime when `-fsanitize=thread` is on the link line
+//! (its specs force `--no-as-needed -ltsan`), so a gcc command that compiles and links at once
+//! is split: each source is compiled to a temporary object with the instrumentation, then the
+//! objects are linked without it. clang has `-fno-sanitize-link-runtime` and needs no split.
+
+use std::path::{Path, PathBuf};
+
+/// Which compiler family drives the build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// GNU gcc / g++.
+    Gcc,
+    /// LLVM clang / clang++.
+    Clang,
+}
+
+/// How accesses are captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capture {
+    /// ThreadSanitizer ABI (gcc and clang): accesses, atomics, vptr, ranges.
+    Tsan,
+    /// SanitizerCoverage `trace-loads,trace-stores` (clang only): plain loads and stores.
+    Sancov,
+}
+
+/// The compiler to run and how.
+#[derive(Debug, Clone)]
+pub struct Compiler {
+    /// Executable (e.g. `gcc`, `clang-14`).
+    pub program: String,
+    /// Its family.
+    pub family: Family,
+    /// Capture mode.
+    pub capture: Capture,
+}
+
+impl Compiler {
+    /// Picks the compiler: `explicit` if given (family guessed from its name), else clang with
+    /// `clang`, else gcc.
+    pub fn choose(explicit: Option<&str>, clang: bool, capture: Capture) -> Compiler {
+        let program = match explicit {
+            Some(p) => p.to_string(),
+            None if clang => default_clang(),
+            None => "gcc".to_string(),
+        };
+        let name = Path::new(&program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let family = if name.contains("clang") {
+            Family::Clang
+        } else {
+            Family::Gcc
+        };
+        Compiler {
+            program,
+            family,
+            capture,
+        }
+    }
+}
+
+fn default_clang() -> String {
+    for c in ["clang-14", "clang"] {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(c).is_file()))
+            .unwrap_or(false);
+        if found {
+            return c.to_string();
+        }
+    }
+    "clang".to_string()
+}
+
+/// Why a command line cannot be wrapped.
+#[derive(Debug, thiserror::Error)]
+pub enum CcError {
+    /// The chosen mode needs another compiler.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// One compiler invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Arguments (without the program).
+    pub args: Vec<String>,
+}
+
+/// The invocations that replace one compiler command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Run in order; stop at the first failure.
+    pub steps: Vec<Step>,
+    /// Temporary objects to delete afterwards.
+    pub temporaries: Vec<PathBuf>,
+}
+
+const SOURCE_EXTS: &[&str] = &["c", "cc", "cpp", "cxx", "c++", "C", "i", "ii", "s", "S"];
+/// Options whose value is the next argument.
+const TAKES_VALUE: &[&str] = &[
+    "-o",
+    "-I",
+    "-L",
+    "-D",
+    "-U",
+    "-include",
+    "-imacros",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-x",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-Xlinker",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-aux-info",
+    "-l",
+    "-T",
+    "-u",
+    "-z",
+];
+
+fn is_source(arg: &str) -> bool {
+    !arg.starts_with('-')
+        && Path::new(arg)
+            .extension()
+            .is_some_and(|e| SOURCE_EXTS.contains(&e.to_string_lossy().as_ref()))
+}
+
+/// Flags that instrument a compilation.
+pub fn compile_flags(c: &Compiler) -> Result<Vec<String>, CcError> {
+    let mut f: Vec<String> = Vec::new();
+    match (c.capture, c.family) {
+        (Capture::Tsan, Family::Gcc) => {
+            f.extend(
+                [
+                    "-fsanitize=thread",
+                    "--param=tsan-instrument-func-entry-exit=0",
+                ]
+                .map(String::from),
+            );
+        }
+        (Capture::Tsan, Family::Clang) => {
+            f.extend(
+                [
+                    "-fsanitize=thread",
+                    "-mllvm",
+                    "-tsan-instrument-func-entry-exit=0",
+                ]
+                .map(String::from),
+            );
+        }
+        (Capture::Sancov, Family::Clang) => {
+            f.push("-fsanitize-coverage=trace-pc-guard,no-prune,trace-loads,trace-stores".into());
+        }
+        (Capture::Sancov, Family::Gcc) => {
+            return Err(CcError::Unsupported(
+                "--capture sancov needs clang (gcc has no trace-loads/trace-stores); add --clang"
+                    .into(),
+            ))
+        }
+    }
+    match (c.capture, c.family) {
+        (Capture::Tsan, Family::Gcc) => f.push("-fsanitize-coverage=trace-pc".into()),
+        // no-prune: clang otherwise leaves out blocks it deems redundant for coverage, whose
+        // instructions would then never be counted.
+        (Capture::Tsan, Family::Clang) => f.push("-fsanitize-coverage=trace-pc,no-prune".into()),
+        (Capture::Sancov, _) => {}
+    }
+    f.push("-g".into());
+    Ok(f)
+}
+
+/// Flags that link the shim (from `shim_dir`) into an executable or shared object.
+pub fn link_flags(c: &Compiler, shim_dir: &Path) -> Vec<String> {
+    let dir = shim_dir.display().to_string();
+    let mut f = Vec::new();
+    if c.family == Family::Clang {
+        // clang would link its own sanitizer (or coverage) runtime, whose definitions of the
+        // callbacks would win over the shim's.
+        f.push("-fno-sanitize-link-runtime".to_string());
+    }
+    f.extend([
+        format!("-L{dir}"),
+        format!("-Wl,-rpath,{dir}"),
+        "-lcachescope_shim".to_string(),
+        // Resolve every symbol at start: the block decoder follows PLT slots to tell calls
+        // into the shim from the program's own calls.
+        "-Wl,-z,now".to_string(),
+    ]);
+    f
+}
+
+/// Plans the invocations for `args` (the user's compiler arguments). `tmp` is where split
+/// compilations put their objects.
+pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Result<Plan, CcError> {
+    let compile_only = args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "-c" | "-S" | "-E" | "-M" | "-MM" | "-fsyntax-only"
+        )
+    });
+    let queries = args.is_empty()
+        || args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "--version" | "-v" | "-dumpversion" | "-dumpmachine"
+            ) || a.starts_with("-print-")
+                || a.starts_with("--print")
+        });
+    if queries {
+        return Ok(Plan {
+            steps: vec![Step {
+                args: args.to_vec(),
+            }],
+            temporaries: Vec::new(),
+        });
+    }
+    let cflags = compile_flags(c)?;
+    let lflags = link_flags(c, shim_dir);
+    if compile_only {
+        let mut a = args.to_vec();
+        a.extend(cflags);
+        return Ok(Plan {
+            steps: vec![Step { args: a }],
+            temporaries: Vec::new(),
+        });
+    }
+    let mut sources = Vec::new();
+    let mut skip_next = false;
+    for (i, a) in args.iter().enumerate() {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if TAKES_VALUE.contains(&a.as_str()) {
+            skip_next = true;
+            continue;
+        }
+        if is_source(a) {
+            sources.push(i);
+        }
+    }
+    let split = c.family == Family::Gcc && !sources.is_empty();
+    if !split {
+        let mut a = args.to_vec();
+        if !sources.is_empty() {
+            a.extend(cflags);
+        }
+        a.extend(lflags);
+        return Ok(Plan {
+            steps: vec![Step { args: a }],
+            temporaries: Vec::new(),
+        });
+    }
+    // gcc, compile + link: compile each source alone, then link the objects.
+    let compile_opts = compile_options(args, &sources);
+    let mut steps = Vec::new();
+    let mut temporaries = Vec::new();
+    let mut link_args = Vec::new();
+    for (n, &i) in sources.iter().enumerate() {
+        let stem = Path::new(&args[i])
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "src".into());
+        let obj = tmp.join(format!("{n}-{stem}.o"));
+        let mut a = compile_opts.clone();
+        a.extend(["-c".to_string(), args[i].clone(), "-o".to_string()]);
+        a.push(obj.display().to_string());
+        a.extend(cflags.iter().cloned());
+        steps.push(Step { args: a });
+        temporaries.push(obj);
+    }
+    let mut obj_iter = temporaries.iter();
+    for (i, a) in args.iter().enumerate() {
+        if sources.contains(&i) {
+            if let Some(o) = obj_iter.next() {
+                link_args.push(o.display().to_string());
+            }
+        } else {
+            link_args.push(a.clone());
+        }
+    }
+    link_args.push("-g".into());
+    link_args.extend(lflags);
+    steps.push(Step { args: link_args });
+    Ok(Plan { steps, temporaries })
+}
+
+/// The arguments of a compile+link command that matter for compiling: everything except the
+/// sources, the output and linker-only options.
+fn compile_options(args: &[String], sources: &[usize]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let linker_only = a.starts_with("-l")
+            || a.starts_with("-L")
+            || a.starts_with("-Wl,")
+            || matches!(
+                a.as_str(),
+                "-static" | "-shared" | "-pie" | "-no-pie" | "-rdynamic" | "-s"
+            );
+        if sources.contains(&i) {
+            i += 1;
+        } else if matches!(
+            a.as_str(),
+            "-o" | "-Xlinker" | "-l" | "-L" | "-T" | "-u" | "-z"
+        ) {
+            i += 2;
+        } else if linker_only || (!a.starts_with('-') && !is_source(a)) {
+            // Objects and libraries given by path are link inputs.
+            i += 1;
+        } else {
+            out.push(a.clone());
+            if TAKES_VALUE.contains(&a.as_str()) {
+                if let Some(v) = args.get(i + 1) {
+                    out.push(v.clone());
+                }
+                i += 1;
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn gcc() -> Compiler {
+        Compiler::choose(Some("gcc"), false, Capture::Tsan)
+    }
+
+    #[test]
+    fn gcc_compile_and_link_is_split() {
+        let p = plan(
+            &gcc(),
+            &s(&["-O2", "-fopenmp", "a.c", "-o", "prog", "-lm", "-DX=1"]),
+            Path::new("/shim"),
+            Path::new("/tmp/t"),
+        )
+        .unwrap();
+        assert_eq!(p.steps.len(), 2);
+        let compile = &p.steps[0].args;
+        assert!(compile.starts_with(&s(&["-O2", "-fopenmp", "-DX=1", "-c", "a.c", "-o"])));
+        assert!(compile.contains(&"-fsanitize=thread".to_string()));
+        assert!(!compile.contains(&"-lm".to_string()));
+        let link = &p.steps[1].args;
+        assert_eq!(
+            link[..5],
+            s(&["-O2", "-fopenmp", "/tmp/t/0-a.o", "-o", "prog"])
+        );
+        assert!(link.contains(&"-lcachescope_shim".to_string()));
+        assert!(!link.iter().any(|a| a.starts_with("-fsanitize")));
+        assert_eq!(p.temporaries, vec![PathBuf::from("/tmp/t/0-a.o")]);
+    }
+
+    #[test]
+    fn compile_only_adds_instrumentation_only() {
+        let p = plan(
+            &gcc(),
+            &s(&["-c", "x.c"]),
+            Path::new("/shim"),
+            Path::new("/t"),
+        )
+        .unwrap();
+        assert_eq!(p.steps.len(), 1);
+        assert!(p.steps[0]
+            .args
+            .contains(&"-fsanitize-coverage=trace-pc".to_string()));
+        assert!(!p.steps[0].args.contains(&"-lcachescope_shim".to_string()));
+    }
+
+    #[test]
+    fn link_only_links_the_shim() {
+        let p = plan(
+            &gcc(),
+            &s(&["a.o", "b.o", "-o", "p"]),
+            Path::new("/shim"),
+            Path::new("/t"),
+        )
+        .unwrap();
+        assert_eq!(p.steps.len(), 1);
+        assert!(p.steps[0].args.contains(&"-Wl,-rpath,/shim".to_string()));
+        assert!(!p.steps[0].args.iter().any(|a| a.starts_with("-fsanitize")));
+    }
+
+    #[test]
+    fn clang_compiles_and_links_in_one_step() {
+        let c = Compiler::choose(Some("clang-14"), false, Capture::Tsan);
+        let p = plan(
+            &c,
+            &s(&["a.c", "-o", "p"]),
+            Path::new("/shim"),
+            Path::new("/t"),
+        )
+        .unwrap();
+        assert_eq!(p.steps.len(), 1);
+        let a = &p.steps[0].args;
+        assert!(a.contains(&"-fsanitize=thread".to_string()));
+        assert!(a.contains(&"-fno-sanitize-link-runtime".to_string()));
+    }
+
+    #[test]
+    fn sancov_needs_clang() {
+        let c = Compiler::choose(Some("gcc"), false, Capture::Sancov);
+        assert!(plan(&c, &s(&["-c", "a.c"]), Path::new("/s"), Path::new("/t")).is_err());
+    }
+
+    #[test]
+    fn version_queries_pass_through() {
+        let p = plan(&gcc(), &s(&["--version"]), Path::new("/s"), Path::new("/t")).unwrap();
+        assert_eq!(p.steps[0].args, s(&["--version"]));
+    }
+}

@@ -1,0 +1,227 @@
+//! `cachescope record`: runs a program built with `cachescope cc` under the shim and leaves
+//! one trace file.
+//!
+//! The shim writes to a temporary file next to the output; only a complete trace replaces the
+//! output, so an interrupted or crashed run never destroys an earlier good trace (the
+//! incomplete one is kept as `OUTPUT.partial`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use cachescope_schema::{OpenOptions, TimeUnit, TraceFile};
+
+/// How a program was instrumented, read from its dynamic symbol imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instrumentation {
+    /// It calls ThreadSanitizer entry points.
+    pub tsan: bool,
+    /// It calls SanitizerCoverage load/store callbacks.
+    pub sancov_accesses: bool,
+    /// It calls basic-block callbacks (so time is in instructions).
+    pub blocks: bool,
+}
+
+impl Instrumentation {
+    /// The time unit its trace will have.
+    pub fn time_unit(self) -> TimeUnit {
+        if self.blocks {
+            TimeUnit::Instructions
+        } else {
+            TimeUnit::Events
+        }
+    }
+}
+
+/// Why recording could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The program is missing or unreadable.
+    #[error("{path}: {reason}")]
+    Program {
+        /// The program.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Starting or waiting for the program failed.
+    #[error("running {path}: {err}")]
+    Run {
+        /// The program.
+        path: PathBuf,
+        /// The error.
+        err: std::io::Error,
+    },
+    /// The output location is unusable.
+    #[error("{path}: {reason}")]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Finds `program` like a shell does (a name without `/` is looked up in `PATH`).
+pub fn resolve_program(program: &Path) -> Result<PathBuf, RecordError> {
+    let not_found = |reason: &str| RecordError::Program {
+        path: program.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    if program.components().count() > 1 || program.is_absolute() {
+        return if program.is_file() {
+            Ok(program.to_path_buf())
+        } else {
+            Err(not_found("no such file"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| not_found("not found in PATH"))
+}
+
+/// Reads which instrumentation callbacks `program` imports.
+pub fn inspect(program: &Path) -> Result<Instrumentation, RecordError> {
+    use object::{Object, ObjectSymbol};
+    let bad = |reason: String| RecordError::Program {
+        path: program.to_path_buf(),
+        reason,
+    };
+    let data = std::fs::read(program).map_err(|e| bad(e.to_string()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| bad(format!("not an executable cachescope can read: {e}")))?;
+    let mut ins = Instrumentation {
+        tsan: false,
+        sancov_accesses: false,
+        blocks: false,
+    };
+    for sym in file.dynamic_symbols() {
+        if !sym.is_undefined() {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        if name.starts_with("__tsan_") {
+            ins.tsan = true;
+        } else if name.starts_with("__sanitizer_cov_load")
+            || name.starts_with("__sanitizer_cov_store")
+        {
+            ins.sancov_accesses = true;
+        } else if name.starts_with("__sanitizer_cov_trace_pc") {
+            ins.blocks = true;
+        }
+    }
+    Ok(ins)
+}
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The program (resolved).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// The trace to write.
+    pub output: PathBuf,
+    /// The shim library.
+    pub shim: PathBuf,
+    /// Time unit to record in.
+    pub time_unit: TimeUnit,
+}
+
+/// How recording ended.
+#[derive(Debug)]
+pub struct RecordOutcome {
+    /// The program's exit status.
+    pub status: ExitStatus,
+    /// Where the trace is (the output if complete, else `OUTPUT.partial`), if one was written.
+    pub trace: Option<PathBuf>,
+    /// Whether the trace is complete.
+    pub complete: bool,
+    /// Wall time of the run in seconds.
+    pub seconds: f64,
+}
+
+/// Runs the program under the shim and waits for it. While it runs, SIGINT and SIGTERM do not
+/// stop this process (the program gets them too, and the shim completes the trace first).
+pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
+    let out_dir = match opts.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !out_dir.is_dir() {
+        return Err(RecordError::Output {
+            path: opts.output.clone(),
+            reason: "its directory does not exist".into(),
+        });
+    }
+    let file_name = opts
+        .output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| RecordError::Output {
+            path: opts.output.clone(),
+            reason: "not a file name".into(),
+        })?;
+    let tmp = out_dir.join(format!(".{file_name}.recording-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+
+    let mut preload = opts.shim.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let ignore = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registering a flag replaces the default "terminate" action, so only the program
+        // reacts to Ctrl-C; the flag itself is not needed.
+        let _ = signal_hook::flag::register(sig, Arc::clone(&ignore));
+    }
+    let start = std::time::Instant::now();
+    let status = Command::new(&opts.program)
+        .args(&opts.args)
+        .env("CACHESCOPE_OUT", &tmp)
+        .env("CACHESCOPE_TIME_UNIT", opts.time_unit.name())
+        .env("LD_PRELOAD", preload)
+        .env("LD_BIND_NOW", "1")
+        .status()
+        .map_err(|err| RecordError::Run {
+            path: opts.program.clone(),
+            err,
+        })?;
+    let seconds = start.elapsed().as_secs_f64();
+
+    if !tmp.exists() {
+        return Ok(RecordOutcome {
+            status,
+            trace: None,
+            complete: false,
+            seconds,
+        });
+    }
+    let complete = TraceFile::open_with(
+        &tmp,
+        OpenOptions {
+            allow_incomplete: false,
+        },
+    )
+    .is_ok();
+    let dest = if complete {
+        opts.output.clone()
+    } else {
+        out_dir.join(format!("{file_name}.partial"))
+    };
+    std::fs::rename(&tmp, &dest).map_err(|e| RecordError::Output {
+        path: dest.clone(),
+        reason: format!("cannot move the trace into place: {e}"),
+    })?;
+    Ok(RecordOutcome {
+        status,
+        trace: Some(dest),
+        complete,
+        seconds,
+    })
+}
