@@ -3,6 +3,9 @@
 #   capnproto: the `capnp` compiler, for the test that checks the checked-in generated code;
 #   valgrind, gcc, make: the Cachegrind-identity test builds C programs and runs them under
 #   valgrind; the examples test builds examples/ with make and gcc's OpenMP (libgomp).
+#   clang-14, libomp-14-dev: the tracer is tested with both compilers (clang's OpenMP runtime
+#   is LLVM's libomp, seen through OMPT).
+#   binutils: addr2line, which the tracer tests use to check code positions.
 # The Rust toolchain itself (cargo, rustc >= 1.85) must already be installed.
 set -euo pipefail
 
@@ -16,6 +19,9 @@ command -v capnp >/dev/null 2>&1 || missing+=(capnproto)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+command -v clang-14 >/dev/null 2>&1 || missing+=(clang-14)
+[ -e /usr/lib/llvm-14/lib/libomp.so ] || missing+=(libomp-14-dev)
+command -v addr2line >/dev/null 2>&1 || missing+=(binutils)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -1,74 +1,158 @@
-//! `cachescope demo`: the main job end to end.
+//! `cachescope demo`: the main job end to end on a real OpenMP program.
 //!
-//! Today: generate a barrier-phased OpenMP-like stencil trace with two threads, verify it,
-//! simulate it on the `ivybridge-4c` model with the exact engine, and write the trace and
-//! simulation reports. The tracer issue replaces the synthetic trace with a recorded example
-//! program; the analysis issues add their reports here.
+//! Builds the false-sharing benchmark of thesis Fig. 4.3 and its padded fix (sources embedded
+//! from `examples/`) with `cachescope cc`, records both with two threads, verifies the traces,
+//! replays them on the `ivybridge-4c` model with the exact engine, and writes the reports.
 
-use std::path::Path;
-use std::process::ExitCode;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
-use cachescope_schema::synth::{generate_file, GenParams, Workload};
 use cachescope_schema::{verify_file, TraceFile, TraceSummary};
+use cachescope_sim::counters::SimReport;
 use cachescope_sim::{simulate_exact, MachineModel, ThreadMapping};
+use cachescope_tracer::record::{inspect, record, RecordOptions};
+use cachescope_tracer::shim;
 
 use super::simulate::render as render_simulation;
 use super::trace::render_info;
 use crate::cli::DemoArgs;
-use crate::output::write_json;
+use crate::output::{thousands, write_json};
+
+/// The programs the demo records: name, source, arguments.
+const PROGRAMS: &[(&str, &str, &[&str])] = &[
+    (
+        "false_sharing",
+        include_str!("../../examples/false_sharing.c"),
+        &["2000"],
+    ),
+    (
+        "false_sharing_padded",
+        include_str!("../../examples/false_sharing_padded.c"),
+        &["2000"],
+    ),
+];
 
 /// Runs the demo into `args.out`.
 pub fn run(args: &DemoArgs) -> Result<ExitCode> {
     let out = &args.out;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let trace_path = out.join("stencil.cstrace");
-    let mut p = GenParams::new(Workload::Stencil);
-    p.threads = 2;
-    p.size = 512 << 10;
-    p.iterations = 4;
-    println!(
-        "1/3 generating a 2-thread OpenMP-like 2D stencil trace -> {}",
-        trace_path.display()
-    );
-    generate_file(&p, &trace_path)?;
-
-    println!("2/4 verifying every chunk");
-    let report = verify_file(&trace_path)?;
-    if let Some(problem) = report.problem() {
-        bail!("the demo trace does not verify: {problem}");
-    }
-
-    println!("3/4 summarizing");
-    let trace = TraceFile::open(&trace_path)?;
-    let summary = TraceSummary::compute(&trace)?;
-    let info = render_info(&trace_path, &summary);
-    write_report(out, "trace-info.txt", &info)?;
-    write_json(&summary, &out.join("trace-info.json"))?;
-    write_json(&report, &out.join("trace-verify.json"))?;
-
-    println!("4/4 simulating on ivybridge-4c (exact engine)");
+    let exe = std::env::current_exe().context("locating the cachescope executable")?;
+    let shim_path = shim::locate(&exe)?;
     let model = MachineModel::load("ivybridge-4c")?;
-    let sim = simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?;
-    let sim_text = render_simulation(&trace_path.display().to_string(), &sim);
-    write_report(out, "simulate.txt", &sim_text)?;
-    write_json(&sim, &out.join("simulate.json"))?;
+    let mut written = Vec::new();
+    let mut results = Vec::new();
+    for (name, source, prog_args) in PROGRAMS {
+        let src = out.join(format!("{name}.c"));
+        std::fs::write(&src, source).with_context(|| format!("writing {}", src.display()))?;
+        let bin = out.join(name);
+        println!("== {name}");
+        println!(
+            "1/4 building with `cachescope cc -O2 -fopenmp` -> {}",
+            bin.display()
+        );
+        let status = Command::new(&exe)
+            .args(["cc", "-O2", "-fopenmp"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&bin)
+            .status()
+            .context("running cachescope cc")?;
+        if !status.success() {
+            bail!(
+                "building {} failed ({status}); is gcc installed?",
+                src.display()
+            );
+        }
+        let trace_path = out.join(format!("{name}.cstrace"));
+        println!("2/4 recording with 2 threads -> {}", trace_path.display());
+        let outcome = record(&RecordOptions {
+            program: bin.clone(),
+            args: prog_args.iter().map(OsString::from).collect(),
+            output: trace_path.clone(),
+            shim: shim_path.clone(),
+            time_unit: inspect(&bin)?.time_unit(),
+            env: vec![("OMP_NUM_THREADS".into(), "2".into())],
+        })?;
+        if !outcome.status.success() || !outcome.complete {
+            bail!(
+                "recording {name} failed: program {}, trace {}",
+                outcome.status,
+                if outcome.complete {
+                    "complete"
+                } else {
+                    "incomplete or missing"
+                }
+            );
+        }
+        println!("3/4 verifying every chunk");
+        let report = verify_file(&trace_path)?;
+        if let Some(problem) = report.problem() {
+            bail!("the recorded trace does not verify: {problem}");
+        }
+        let trace = TraceFile::open(&trace_path)?;
+        let summary = TraceSummary::compute(&trace)?;
+        let info = render_info(&trace_path, &summary);
+        written.push(write_report(out, &format!("{name}.trace-info.txt"), &info)?);
+        written.push(write_json_report(
+            out,
+            &format!("{name}.trace-info.json"),
+            &summary,
+        )?);
+        written.push(write_json_report(
+            out,
+            &format!("{name}.trace-verify.json"),
+            &report,
+        )?);
 
-    println!("\n{info}\n{sim_text}");
+        println!("4/4 simulating on ivybridge-4c (exact engine)");
+        let sim = simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?;
+        let sim_text = render_simulation(&trace_path.display().to_string(), &sim);
+        written.push(write_report(
+            out,
+            &format!("{name}.simulate.txt"),
+            &sim_text,
+        )?);
+        written.push(write_json_report(
+            out,
+            &format!("{name}.simulate.json"),
+            &sim,
+        )?);
+        println!("\n{info}\n{sim_text}");
+        results.push((*name, summary.accesses, coherence_false(&sim)));
+    }
+    println!("summary (2 threads, ivybridge-4c):");
+    for (name, accesses, false_misses) in &results {
+        println!(
+            "  {name:<22} {:>12} accesses {:>12} L1 false-sharing misses",
+            thousands(*accesses),
+            thousands(*false_misses)
+        );
+    }
     println!("reports in {}:", out.display());
-    for name in [
-        "trace-info.txt",
-        "trace-info.json",
-        "trace-verify.json",
-        "simulate.txt",
-        "simulate.json",
-    ] {
-        println!("  {}", out.join(name).display());
+    for p in written {
+        println!("  {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_report(dir: &Path, name: &str, text: &str) -> Result<()> {
+/// L1 coherence misses classified as false sharing, over all cores.
+fn coherence_false(sim: &SimReport) -> u64 {
+    sim.levels
+        .iter()
+        .find(|l| l.counters.level == "L1")
+        .map_or(0, |l| l.counters.misses.coherence_false)
+}
+
+fn write_report(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
     let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+fn write_json_report(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<PathBuf> {
+    let path = dir.join(name);
+    write_json(value, &path)?;
+    Ok(path)
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use cachescope_schema::{OpenOptions, TraceFile, TraceSummary};
+use cachescope_schema::{OpenOptions, TraceFile};
 use cachescope_tracer::record::{inspect, record, resolve_program, RecordOptions};
 use cachescope_tracer::shim;
 
@@ -45,6 +45,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         output,
         shim: shim::locate(&exe)?,
         time_unit: ins.time_unit(),
+        env: Vec::new(),
     };
     let outcome = record(&opts)?;
     let program_code = match outcome.status.code() {
@@ -56,25 +57,26 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     };
     match (&outcome.trace, outcome.complete) {
         (Some(path), true) => {
+            // From the trailer: no decoding, so the summary costs nothing next to the run
+            // (`cachescope trace info` has the full picture).
             let trace = TraceFile::open_with(path, OpenOptions::default())?;
-            let s = TraceSummary::compute(&trace)?;
-            let per_access = if s.accesses > 0 {
-                s.file_bytes as f64 / s.accesses as f64
-            } else {
-                0.0
-            };
+            let totals = trace
+                .trailer()
+                .map(|t| t.threads.clone())
+                .unwrap_or_default();
+            let events: u64 = totals.iter().map(|t| t.events).sum();
+            let time: u64 = totals.iter().map(|t| t.end_time).sum();
             eprintln!(
-                "cachescope: recorded {} thread(s), {} events ({} accesses, {} {}) in {:.2} s \
-                 -> {} ({} bytes, {:.3} bytes/access)",
-                s.threads.len(),
-                thousands(s.events),
-                thousands(s.accesses),
-                thousands(s.threads.iter().map(|t| t.local_time).sum()),
-                s.time_unit.name(),
+                "cachescope: recorded {} thread(s), {} events, {} {} in {:.2} s -> {} \
+                 ({} bytes, {:.3} bytes/event)",
+                totals.len(),
+                thousands(events),
+                thousands(time),
+                trace.header().time_unit.name(),
                 outcome.seconds,
                 path.display(),
-                thousands(s.file_bytes),
-                per_access
+                thousands(trace.file_len()),
+                trace.file_len() as f64 / events.max(1) as f64
             );
         }
         (Some(path), false) => eprintln!(

@@ -130,6 +130,8 @@ pub struct RecordOptions {
     pub shim: PathBuf,
     /// Time unit to record in.
     pub time_unit: TimeUnit,
+    /// Extra environment for the program (e.g. `OMP_NUM_THREADS`).
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// How recording ended.
@@ -183,6 +185,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     let start = std::time::Instant::now();
     let status = Command::new(&opts.program)
         .args(&opts.args)
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .env("CACHESCOPE_OUT", &tmp)
         .env("CACHESCOPE_TIME_UNIT", opts.time_unit.name())
         .env("LD_PRELOAD", preload)

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn pthread_create(
         return rc;
     }
     // SAFETY: on success pthread_create stored the handle in `*th`.
-    let handle = unsafe { *th } as u64;
+    let handle: u64 = unsafe { *th };
     st.quiet(|_| {
         lock(&THREAD_IDS)
             .get_or_insert_with(HashMap::new)
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn pthread_join(th: libc::pthread_t, ret: *mut *mut c_void
     let rc = unsafe { real_join()(th, ret) };
     if rc == 0 {
         if let Some(st) = thread::current() {
-            let child = st.quiet(|_| lock(&THREAD_IDS).as_mut()?.remove(&(th as u64)));
+            let child = st.quiet(|_| lock(&THREAD_IDS).as_mut()?.remove(&th));
             if let Some(child) = child {
                 st.push(Event::ThreadJoin { child });
             }

@@ -1,0 +1,559 @@
+//! OpenMP with LLVM's libomp (clang `-fopenmp`): an OMPT tool that records parallel regions,
+//! team barriers, critical sections, atomics, `ordered` and nest locks.
+//!
+//! libomp looks for `ompt_start_tool` when it initializes; the shim defines it, so every
+//! instrumented program that uses libomp loads this tool (only while recording). The events
+//! have the structure [`crate::gomp`] gives gcc programs, so replay treats both alike:
+//!
+//! * every team member, at its implicit task's start: `RegionBegin`, then an episode of the
+//!   team barrier (members start no earlier than the fork); the team goes onto `st.teams`;
+//! * at the implicit barrier that ends the region (the join): an episode of the team barrier,
+//!   `RegionEnd`, and the team leaves `st.teams`. libomp reports the end of a worker's join
+//!   barrier and implicit task only when the worker is woken for the next region (and the
+//!   last region's never), so everything is recorded when the join barrier *begins*; the
+//!   leave is then recorded before the real leave, which is equivalent for replay because
+//!   the thread does nothing recorded in between. Serialized regions (a team of one) have no
+//!   join barrier: their implicit task's end records it instead;
+//! * explicit barriers, the barriers that end worksharing constructs and reduction barriers:
+//!   an episode of the innermost team's barrier;
+//! * `critical`, lock-based `atomic`, `ordered` and nest locks: lock acquire/release on the
+//!   runtime's wait id. Plain OpenMP locks are left to [`crate::gomp`]'s `omp_set_lock` /
+//!   `omp_unset_lock` / `omp_test_lock` interposers (they catch libomp's too); recording them
+//!   here as well would double them.
+//!
+//! The join barrier and the end-of-worksharing barrier have the same kind in libomp 14
+//! (`barrier_implicit`); the join is the one whose return address is null (workers) or the
+//! fork's (the primary thread), see [`classify_barrier`]. Newer runtimes report
+//! `barrier_implicit_parallel` / `barrier_implicit_workshare`, which need no guessing.
+//!
+//! Per-task state lives in the task's `ompt_data_t` (the runtime keeps it with the task and
+//! copies it for the late end callbacks); the team instance travels from `parallel_begin` to
+//! the members in the region's `ompt_data_t`.
+//!
+//! Not modelled (documented): explicit tasks and their dependences, `taskwait`/`taskgroup`,
+//! `teams` leagues, cancellation.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cachescope_schema::Event;
+use libc::{c_char, c_int, c_uint, c_void};
+
+use crate::pthread::{acquired, releasing};
+use crate::thread::{self, Team};
+
+/// Synthetic objects live above the user address space (as in [`crate::gomp`]).
+const SYNTHETIC: u64 = 0xffff_8000_0000_0000;
+/// Team barrier objects of libomp teams: `TEAM_BASE | team number`. Disjoint from the gomp
+/// module's range (`SYNTHETIC | 1 << 32 | n`).
+const TEAM_BASE: u64 = SYNTHETIC | (1 << 44);
+
+static NEXT_TEAM: AtomicU64 = AtomicU64::new(0);
+
+// ---- The C interface (omp-tools.h, OpenMP 5.x), only what the tool uses. ----
+
+/// `ompt_data_t`: a union of `uint64_t` and `void *`; the tool only uses it as `uint64_t`.
+#[repr(C)]
+pub struct OmptData {
+    value: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<*const c_void>() == std::mem::size_of::<u64>());
+
+/// `ompt_function_lookup_t`.
+type LookupFn = unsafe extern "C" fn(*const c_char) -> *const c_void;
+/// `ompt_initialize_t`.
+type InitializeFn = unsafe extern "C" fn(LookupFn, c_int, *mut OmptData) -> c_int;
+/// `ompt_finalize_t`.
+type FinalizeFn = unsafe extern "C" fn(*mut OmptData);
+/// `ompt_set_callback_t` (the callback is a function pointer, passed like a data pointer).
+type SetCallbackFn = unsafe extern "C" fn(c_int, *const c_void) -> c_int;
+
+/// `ompt_start_tool_result_t`.
+#[repr(C)]
+pub struct StartToolResult {
+    initialize: InitializeFn,
+    finalize: FinalizeFn,
+    tool_data: OmptData,
+}
+
+// ompt_callbacks_t
+const CB_PARALLEL_BEGIN: c_int = 3;
+const CB_PARALLEL_END: c_int = 4;
+const CB_IMPLICIT_TASK: c_int = 7;
+const CB_MUTEX_RELEASED: c_int = 17;
+const CB_SYNC_REGION: c_int = 23;
+const CB_MUTEX_ACQUIRED: c_int = 27;
+
+// ompt_set_result_t: the event will never be reported / registration failed.
+const SET_ERROR: c_int = 0;
+const SET_NEVER: c_int = 1;
+
+// ompt_scope_endpoint_t
+const SCOPE_BEGIN: c_int = 1;
+const SCOPE_END: c_int = 2;
+
+// ompt_sync_region_t
+const SYNC_BARRIER: c_int = 1;
+const SYNC_BARRIER_IMPLICIT: c_int = 2;
+const SYNC_BARRIER_EXPLICIT: c_int = 3;
+const SYNC_BARRIER_IMPLEMENTATION: c_int = 4;
+const SYNC_BARRIER_IMPLICIT_WORKSHARE: c_int = 8;
+const SYNC_BARRIER_IMPLICIT_PARALLEL: c_int = 9;
+
+// ompt_mutex_t
+const MUTEX_NEST_LOCK: c_int = 3;
+const MUTEX_TEST_NEST_LOCK: c_int = 4;
+const MUTEX_CRITICAL: c_int = 5;
+const MUTEX_ATOMIC: c_int = 6;
+const MUTEX_ORDERED: c_int = 7;
+
+// ompt_task_flag_t / ompt_parallel_flag_t
+const TASK_INITIAL: c_int = 0x1;
+const PARALLEL_LEAGUE: c_int = 0x4000_0000;
+
+// ---- Decisions (pure, unit-tested). ----
+
+/// What a barrier-like sync region means for the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BarrierRole {
+    /// The implicit barrier that ends the parallel region: region end.
+    Join,
+    /// A barrier of the whole innermost team inside the region.
+    Team,
+    /// Not a team barrier (taskwait, taskgroup, teams, unknown).
+    Ignore,
+}
+
+/// Classifies a sync region of kind `kind` reported at `codeptr` inside the implicit task of
+/// the region forked at `region` (its `parallel_begin` return address).
+fn classify_barrier(kind: c_int, codeptr: u64, region: u64) -> BarrierRole {
+    match kind {
+        SYNC_BARRIER_IMPLICIT_PARALLEL => BarrierRole::Join,
+        // libomp before OpenMP 5.1 kinds: the join barrier is reported with no return address
+        // on workers and the fork's on the primary thread; the barrier ending a worksharing
+        // construct has the construct's return address in the outlined function.
+        SYNC_BARRIER_IMPLICIT if codeptr == 0 || codeptr == region => BarrierRole::Join,
+        SYNC_BARRIER_IMPLICIT
+        | SYNC_BARRIER
+        | SYNC_BARRIER_EXPLICIT
+        | SYNC_BARRIER_IMPLEMENTATION
+        | SYNC_BARRIER_IMPLICIT_WORKSHARE => BarrierRole::Team,
+        _ => BarrierRole::Ignore,
+    }
+}
+
+/// Whether mutexes of `kind` are recorded here (plain locks are interposed by symbol).
+fn records_mutex(kind: c_int) -> bool {
+    matches!(
+        kind,
+        MUTEX_NEST_LOCK | MUTEX_TEST_NEST_LOCK | MUTEX_CRITICAL | MUTEX_ATOMIC | MUTEX_ORDERED
+    )
+}
+
+/// Per implicit task state, kept in its `ompt_data_t`: the region's id and flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TaskState(u64);
+
+impl TaskState {
+    /// The task's region was recorded: its team is on the thread's team stack.
+    const RECORDED: u64 = 1 << 63;
+    /// The region's end was recorded (at the join barrier's begin).
+    const ENDED: u64 = 1 << 62;
+    /// A team barrier episode was entered and not yet left.
+    const OPEN: u64 = 1 << 61;
+    const REGION: u64 = (1 << 56) - 1;
+
+    fn recorded(region: u64) -> Self {
+        TaskState(Self::RECORDED | (region & Self::REGION))
+    }
+    fn region(self) -> u64 {
+        self.0 & Self::REGION
+    }
+    fn has(self, flag: u64) -> bool {
+        self.0 & flag != 0
+    }
+    fn with(self, flag: u64) -> Self {
+        TaskState(self.0 | flag)
+    }
+    fn without(self, flag: u64) -> Self {
+        TaskState(self.0 & !flag)
+    }
+    /// Inside a recorded region whose end has not been recorded yet.
+    fn live(self) -> bool {
+        self.has(Self::RECORDED) && !self.has(Self::ENDED)
+    }
+}
+
+/// A region instance, from `parallel_begin` (boxed into the region's `ompt_data_t`) to
+/// `parallel_end`.
+struct Parallel {
+    /// Team number (barrier object `TEAM_BASE | team`).
+    team: u64,
+    /// Region id: the fork's return address.
+    region: u64,
+}
+
+// ---- Tool start. ----
+
+struct ResultCell(UnsafeCell<StartToolResult>);
+
+// SAFETY: the result is written by no one after construction (the runtime reads it, and
+// passes `tool_data` to our `initialize`, which ignores it); the cell only gives the runtime
+// the mutable pointer the C interface asks for.
+unsafe impl Sync for ResultCell {}
+
+static RESULT: ResultCell = ResultCell(UnsafeCell::new(StartToolResult {
+    initialize,
+    finalize,
+    tool_data: OmptData { value: 0 },
+}));
+
+/// Called by libomp when it initializes: activates the tool while recording.
+#[no_mangle]
+pub extern "C" fn ompt_start_tool(
+    _omp_version: c_uint,
+    _runtime_version: *const c_char,
+) -> *mut StartToolResult {
+    if crate::recorder::enabled() {
+        RESULT.0.get()
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
+unsafe extern "C" fn initialize(
+    lookup: LookupFn,
+    _initial_device: c_int,
+    _tool_data: *mut OmptData,
+) -> c_int {
+    // SAFETY: `lookup` is the runtime's lookup function; the name is NUL-terminated.
+    let f = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
+    if f.is_null() {
+        return 0;
+    }
+    // SAFETY: the runtime's `ompt_set_callback` has the C signature `SetCallbackFn`
+    // (function and data pointers have the same representation on supported targets).
+    let set: SetCallbackFn = unsafe { std::mem::transmute::<*const c_void, SetCallbackFn>(f) };
+    let callbacks: [(c_int, *const c_void); 6] = [
+        (CB_PARALLEL_BEGIN, on_parallel_begin as *const c_void),
+        (CB_PARALLEL_END, on_parallel_end as *const c_void),
+        (CB_IMPLICIT_TASK, on_implicit_task as *const c_void),
+        (CB_SYNC_REGION, on_sync_region as *const c_void),
+        (CB_MUTEX_ACQUIRED, on_mutex_acquired as *const c_void),
+        (CB_MUTEX_RELEASED, on_mutex_released as *const c_void),
+    ];
+    let mut ok = true;
+    for (event, cb) in callbacks {
+        // SAFETY: each callback has the signature omp-tools.h gives for `event`.
+        let r = unsafe { set(event, cb) };
+        ok &= r != SET_ERROR && r != SET_NEVER;
+    }
+    if !ok {
+        let msg = b"cachescope: libomp refused an OMPT callback; OpenMP synchronization may be \
+                    recorded incompletely\n";
+        // SAFETY: writing a static buffer to stderr.
+        unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    }
+    // Nonzero keeps the tool active.
+    1
+}
+
+unsafe extern "C" fn finalize(_tool_data: *mut OmptData) {}
+
+// ---- Callbacks. ----
+
+/// `ompt_callback_parallel_begin`: numbers the team instance (on the encountering thread).
+unsafe extern "C" fn on_parallel_begin(
+    _encountering_task_data: *mut OmptData,
+    _encountering_task_frame: *const c_void,
+    parallel_data: *mut OmptData,
+    _requested_parallelism: c_uint,
+    flags: c_int,
+    codeptr_ra: *const c_void,
+) {
+    // SAFETY: a non-null `parallel_data` is the region's data, ours until `parallel_end`.
+    let Some(pd) = (unsafe { parallel_data.as_mut() }) else {
+        return;
+    };
+    pd.value = 0;
+    if flags & PARALLEL_LEAGUE != 0 {
+        return;
+    }
+    let Some(st) = thread::current() else { return };
+    let par = Parallel {
+        team: NEXT_TEAM.fetch_add(1, Ordering::Relaxed),
+        region: codeptr_ra as u64,
+    };
+    pd.value = st.quiet(|_| Box::into_raw(Box::new(par))) as u64;
+}
+
+/// `ompt_callback_parallel_end`: frees the team instance (every member has read it: they all
+/// began their implicit tasks before the join barrier let the primary thread here).
+unsafe extern "C" fn on_parallel_end(
+    parallel_data: *mut OmptData,
+    _encountering_task_data: *mut OmptData,
+    _flags: c_int,
+    _codeptr_ra: *const c_void,
+) {
+    // SAFETY: as in `on_parallel_begin`.
+    let Some(pd) = (unsafe { parallel_data.as_mut() }) else {
+        return;
+    };
+    let p = std::mem::replace(&mut pd.value, 0) as *mut Parallel;
+    if !p.is_null() {
+        // SAFETY: `p` was boxed by `on_parallel_begin` for this region and is freed only here.
+        thread::quietly(|| drop(unsafe { Box::from_raw(p) }));
+    }
+}
+
+/// `ompt_callback_implicit_task`: region begin (and the end of serialized regions).
+unsafe extern "C" fn on_implicit_task(
+    endpoint: c_int,
+    parallel_data: *mut OmptData,
+    task_data: *mut OmptData,
+    actual_parallelism: c_uint,
+    _index: c_uint,
+    flags: c_int,
+) {
+    // SAFETY: a non-null `task_data` is the implicit task's data, used by this thread only.
+    let Some(td) = (unsafe { task_data.as_mut() }) else {
+        return;
+    };
+    if flags & TASK_INITIAL != 0 {
+        // The initial thread's (or a league's) initial task: no region.
+        if endpoint == SCOPE_BEGIN {
+            td.value = 0;
+        }
+        return;
+    }
+    match endpoint {
+        SCOPE_BEGIN => {
+            td.value = 0;
+            // SAFETY: a non-null `parallel_data` is the region's data, alive during the region.
+            let p = unsafe { parallel_data.as_ref() }.map_or(0, |pd| pd.value) as *const Parallel;
+            // SAFETY: the value is 0 or the `Parallel` boxed by `on_parallel_begin`, alive until
+            // `parallel_end`, which the primary thread reaches only after this member joined.
+            let par = unsafe { p.as_ref() };
+            let (Some(par), Some(st)) = (par, thread::current()) else {
+                return;
+            };
+            let size = actual_parallelism.max(1);
+            let team = Team {
+                barrier: TEAM_BASE | par.team,
+                size,
+            };
+            st.quiet(|st| st.teams.push(team));
+            st.push(Event::RegionBegin {
+                region: par.region,
+                team: size,
+            });
+            st.push(Event::BarrierEnter {
+                barrier: team.barrier,
+                participants: size,
+            });
+            st.push(Event::BarrierLeave {
+                barrier: team.barrier,
+            });
+            td.value = TaskState::recorded(par.region).0;
+        }
+        SCOPE_END => {
+            let s = TaskState(td.value);
+            if s.live() {
+                end_region(s);
+            }
+            td.value = 0;
+        }
+        _ => {}
+    }
+}
+
+/// Records the region's closing barrier episode and its end, and leaves the team.
+fn end_region(s: TaskState) {
+    let Some(st) = thread::current() else { return };
+    let Some(team) = st.teams.last().copied() else {
+        return;
+    };
+    st.push(Event::BarrierEnter {
+        barrier: team.barrier,
+        participants: team.size,
+    });
+    st.push(Event::BarrierLeave {
+        barrier: team.barrier,
+    });
+    st.push(Event::RegionEnd { region: s.region() });
+    st.quiet(|st| st.teams.pop());
+}
+
+/// `ompt_callback_sync_region`: team barriers and the join barrier.
+unsafe extern "C" fn on_sync_region(
+    kind: c_int,
+    endpoint: c_int,
+    _parallel_data: *mut OmptData,
+    task_data: *mut OmptData,
+    codeptr_ra: *const c_void,
+) {
+    // SAFETY: a non-null `task_data` is the current task's data, used by this thread only.
+    let Some(td) = (unsafe { task_data.as_mut() }) else {
+        return;
+    };
+    let s = TaskState(td.value);
+    if !s.live() {
+        // Outside recorded regions (serial code, explicit tasks) or after the join began.
+        return;
+    }
+    match (
+        classify_barrier(kind, codeptr_ra as u64, s.region()),
+        endpoint,
+    ) {
+        (BarrierRole::Join, SCOPE_BEGIN) => {
+            td.value = s.with(TaskState::ENDED).0;
+            end_region(s);
+        }
+        (BarrierRole::Team, SCOPE_BEGIN) => {
+            let Some(st) = thread::current() else { return };
+            let Some(team) = st.teams.last().copied() else {
+                return;
+            };
+            st.push(Event::BarrierEnter {
+                barrier: team.barrier,
+                participants: team.size,
+            });
+            td.value = s.with(TaskState::OPEN).0;
+        }
+        (_, SCOPE_END) if s.has(TaskState::OPEN) => {
+            td.value = s.without(TaskState::OPEN).0;
+            let Some(st) = thread::current() else { return };
+            if let Some(team) = st.teams.last().copied() {
+                st.push(Event::BarrierLeave {
+                    barrier: team.barrier,
+                });
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `ompt_callback_mutex_acquired`.
+unsafe extern "C" fn on_mutex_acquired(kind: c_int, wait_id: u64, _codeptr_ra: *const c_void) {
+    if records_mutex(kind) {
+        acquired(wait_id);
+    }
+}
+
+/// `ompt_callback_mutex_released` (libomp reports it just after the release; the release
+/// event's place in this thread's stream is the same, and replay orders acquisitions by their
+/// recorded numbers).
+unsafe extern "C" fn on_mutex_released(kind: c_int, wait_id: u64, _codeptr_ra: *const c_void) {
+    if records_mutex(kind) {
+        releasing(wait_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORK: u64 = 0x5555_0000_163f;
+    const LOOP_END: u64 = 0x5555_0000_1754;
+
+    #[test]
+    fn join_barrier_is_recognized() {
+        // libomp 14: kind barrier_implicit; workers have no return address, the primary
+        // thread the fork's.
+        assert_eq!(
+            classify_barrier(SYNC_BARRIER_IMPLICIT, 0, FORK),
+            BarrierRole::Join
+        );
+        assert_eq!(
+            classify_barrier(SYNC_BARRIER_IMPLICIT, FORK, FORK),
+            BarrierRole::Join
+        );
+        // OpenMP 5.1 runtimes say so.
+        for ra in [0, FORK, LOOP_END] {
+            assert_eq!(
+                classify_barrier(SYNC_BARRIER_IMPLICIT_PARALLEL, ra, FORK),
+                BarrierRole::Join
+            );
+        }
+    }
+
+    #[test]
+    fn team_barriers_are_recognized() {
+        for kind in [
+            SYNC_BARRIER_IMPLICIT,
+            SYNC_BARRIER_EXPLICIT,
+            SYNC_BARRIER_IMPLEMENTATION,
+            SYNC_BARRIER_IMPLICIT_WORKSHARE,
+        ] {
+            assert_eq!(
+                classify_barrier(kind, LOOP_END, FORK),
+                BarrierRole::Team,
+                "{kind}"
+            );
+        }
+        // Only barrier_implicit is ambiguous: the others never end the region, whatever the
+        // return address.
+        for kind in [
+            SYNC_BARRIER,
+            SYNC_BARRIER_EXPLICIT,
+            SYNC_BARRIER_IMPLEMENTATION,
+            SYNC_BARRIER_IMPLICIT_WORKSHARE,
+        ] {
+            assert_eq!(classify_barrier(kind, 0, FORK), BarrierRole::Team, "{kind}");
+            assert_eq!(
+                classify_barrier(kind, FORK, FORK),
+                BarrierRole::Team,
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_sync_regions_are_ignored() {
+        // taskwait, taskgroup, reduction, teams, unknown
+        for kind in [5, 6, 7, 10, 0, 99] {
+            assert_eq!(
+                classify_barrier(kind, LOOP_END, FORK),
+                BarrierRole::Ignore,
+                "{kind}"
+            );
+            assert_eq!(classify_barrier(kind, 0, FORK), BarrierRole::Ignore);
+        }
+    }
+
+    #[test]
+    fn plain_locks_are_left_to_the_interposers() {
+        assert!(!records_mutex(1)); // ompt_mutex_lock
+        assert!(!records_mutex(2)); // ompt_mutex_test_lock
+        for kind in [
+            MUTEX_NEST_LOCK,
+            MUTEX_TEST_NEST_LOCK,
+            MUTEX_CRITICAL,
+            MUTEX_ATOMIC,
+            MUTEX_ORDERED,
+        ] {
+            assert!(records_mutex(kind), "{kind}");
+        }
+        assert!(!records_mutex(0));
+        assert!(!records_mutex(8));
+    }
+
+    #[test]
+    fn task_state_round_trips() {
+        let s = TaskState::recorded(FORK);
+        assert!(s.live());
+        assert_eq!(s.region(), FORK);
+        let open = s.with(TaskState::OPEN);
+        assert!(open.has(TaskState::OPEN) && open.live());
+        assert_eq!(open.region(), FORK);
+        assert_eq!(open.without(TaskState::OPEN), s);
+        let ended = s.with(TaskState::ENDED);
+        assert!(!ended.live());
+        assert_eq!(ended.region(), FORK);
+        // Never-recorded tasks (value 0, as the runtime initializes them) are not live.
+        assert!(!TaskState(0).live());
+        // A region id of 0 (no return address) still makes a recorded state.
+        assert!(TaskState::recorded(0).live());
+    }
+}
