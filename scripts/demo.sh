@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
-cargo run --release --locked --bin cachescope -- demo --out demo-out "$@"
+# The default members include the recording shim, which `demo` links into the example programs.
+cargo build --release --locked
+./target/release/cachescope demo --out demo-out "$@"

@@ -319,3 +319,57 @@ fn addr2line_is_available() {
         "binutils' addr2line resolves code positions in these tests"
     );
 }
+
+#[test]
+fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("lifecycle");
+    cc("gcc", &["-O1", source("lifecycle.c").to_str().unwrap(), "-o", prog.to_str().unwrap()]);
+    let trace = dir.path().join("spin.cstrace");
+    let pidfile = dir.path().join("pid");
+    let mut child = Command::new(support::cachescope())
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .arg("spin")
+        .arg(&pidfile)
+        .spawn()
+        .unwrap();
+    let pid = loop {
+        if let Ok(s) = std::fs::read_to_string(&pidfile) {
+            if let Ok(p) = s.trim().parse::<i32>() {
+                break p;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run_ok(Command::new("kill").args(["-TERM", &pid.to_string()]));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "record reports the program's death by SIGTERM");
+    let report = cachescope_schema::verify_file(&trace).unwrap();
+    assert!(report.ok(), "{:?}", report.problem());
+    let all = events(&trace);
+    let stores = count(&all[0].1, EventKind::Store);
+    assert!(stores > 10_000, "{stores} stores before the signal");
+}
+
+#[test]
+fn a_forked_child_does_not_write_into_the_parents_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("lifecycle");
+    cc("gcc", &["-O1", source("lifecycle.c").to_str().unwrap(), "-o", prog.to_str().unwrap()]);
+    let trace = dir.path().join("fork.cstrace");
+    let pidfile = dir.path().join("pid");
+    let out = record(&trace, &prog, &["fork", pidfile.to_str().unwrap()], 1);
+    assert_eq!(out.trim(), "child=0");
+    let report = cachescope_schema::verify_file(&trace).unwrap();
+    assert!(report.ok(), "{:?}", report.problem());
+    let all = events(&trace);
+    assert_eq!(all.len(), 1, "only the parent records");
+    let stores = count(&all[0].1, EventKind::Store);
+    // 2 × 1000 `sink` updates by the parent (+ a few from stdio); the child's 100000 are absent.
+    assert!((2000..3000).contains(&stores), "{stores} stores");
+}

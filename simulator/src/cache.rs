@@ -178,6 +178,11 @@ impl Cache {
     /// Puts `line` with `state` into its set (an empty way first, else the policy's victim)
     /// and returns what it displaced. The line must not be present.
     pub fn fill(&mut self, line: u64, state: u8) -> Option<Evicted> {
+        self.fill_at(line, state).1
+    }
+
+    /// Like [`Self::fill`], and also returns the slot the line went to.
+    pub fn fill_at(&mut self, line: u64, state: u8) -> (usize, Option<Evicted>) {
         debug_assert!(self.find(line).is_none(), "line {line:#x} filled twice");
         let set = self.set_of(line);
         let base = set * self.assoc;
@@ -208,7 +213,7 @@ impl Cache {
         if self.policy == Replacement::Plru {
             self.plru_touch(slot);
         }
-        evicted
+        (slot, evicted)
     }
 
     /// Removes `line`; returns its state if it was present.

@@ -35,7 +35,7 @@ use crate::counters::{
     REPORT_SCHEMA,
 };
 use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
-use crate::shadow::Classifier;
+use crate::shadow::{Classifier, NO_TAG};
 
 /// How threads are placed on simulated cores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,6 +145,8 @@ pub struct ExactEngine {
     shift: u32,
     line_size: u64,
     mesi: bool,
+    /// The first level is write-back (checked on every store hit).
+    l1_write_back: bool,
     /// Cache instances: private level i of core c at `c * p + i`, shared level i at
     /// `cores * p + (i - p)` (one flat vector: the hot path does one bounds check).
     units: Vec<Unit>,
@@ -228,6 +230,10 @@ impl ExactEngine {
             shift: ls.trailing_zeros(),
             line_size: ls as u64,
             mesi: m.coherence == Protocol::Mesi,
+            l1_write_back: m
+                .levels
+                .first()
+                .is_some_and(|l| l.write == WritePolicy::Back),
             units,
             lc,
             sharers: FxHashMap::default(),
@@ -306,7 +312,15 @@ impl ExactEngine {
             );
             return;
         }
-        // Several lines; an access running past the top of the address space ends there.
+        self.access_lines(core, a, size);
+    }
+
+    /// An access spanning several lines. Kept out of line: it is rare, and inlining a second
+    /// copy of the per-line path into [`Self::process`] makes the common path slower.
+    #[inline(never)]
+    fn access_lines(&mut self, core: usize, a: &Access, size: u64) {
+        let first = a.addr >> self.shift;
+        // An access running past the top of the address space ends there.
         let end = (a.addr as u128 + size as u128).min(1u128 << 64);
         let last = ((end - 1) >> self.shift) as u64;
         for line in first..=last {
@@ -368,27 +382,47 @@ impl ExactEngine {
         let lc = core * self.n + i;
         self.lc[lc].accesses.add(kind);
         let unit = &mut self.units[u];
-        let slot = unit.cache.find(line);
-        if let Some(s) = slot {
-            if unit.class.last != Some(line) {
-                // A repeated lookup of the most recent line changes no LRU state.
-                unit.class.shadow.access(line);
-                unit.cache.touch(s);
-                unit.class.last = Some(line);
+        // The shadow's front array holds the most recently used lines with their slots in
+        // this cache (untagged once a line leaves it): most hits need no set scan.
+        let slot = match unit.class.shadow.front_find(line) {
+            Some((pos, tag)) if tag != NO_TAG => {
+                let s = tag as usize;
+                debug_assert_eq!(unit.cache.find(line), Some(s), "stale front tag");
+                if unit.class.last != Some(line) {
+                    // A repeated lookup of the most recent line changes no LRU state.
+                    unit.class.shadow.promote(pos);
+                    unit.cache.touch(s);
+                    unit.class.last = Some(line);
+                }
+                Some(s)
             }
+            // Recently used but no longer in the cache.
+            Some(_) => {
+                debug_assert_eq!(unit.cache.find(line), None, "untagged line in the cache");
+                None
+            }
+            None => {
+                let found = unit.cache.find(line);
+                if let Some(s) = found {
+                    // Not in the front, so not the most recent line either.
+                    unit.class.shadow.access_tagged(line, s as u32);
+                    unit.cache.touch(s);
+                    unit.class.last = Some(line);
+                }
+                found
+            }
+        };
+        if let Some(s) = slot {
             self.lc[lc].hits += 1;
             return Some(s);
         }
-        // The shadow and the set of lines ever held learn of the line when it is filled
-        // (`fill`), not here: a no-write-allocate or exclusive level does not take it.
-        let shadow_hit = unit.class.shadow.contains(line);
-        self.classify_miss(core, i, u, line, off, len, shadow_hit);
+        self.classify_miss(core, i, u, line, off, len);
         None
     }
 
     /// Counts a miss at level `i` (unit `u`) by class.
     #[cold]
-    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn classify_miss(
         &mut self,
         core: usize,
@@ -397,9 +431,11 @@ impl ExactEngine {
         line: u64,
         off: usize,
         len: usize,
-        shadow_hit: bool,
     ) {
-        let class = if !self.units[u].class.seen.contains(&line) {
+        // The shadow and the set of lines ever held learn of the line when it is filled
+        // (`fill`), not here: a no-write-allocate or exclusive level does not take it.
+        let shadow_hit = self.units[u].class.shadow.contains(line);
+        let class = if !self.units[u].class.shadow.ever_accessed(line) {
             MissClass::Compulsory
         } else if let Some(&at) = self.lost[core].get(&line).filter(|_| i < self.p) {
             let rewritten = self
@@ -527,7 +563,7 @@ impl ExactEngine {
                 if !write {
                     return;
                 }
-                if st & OWNED != 0 && self.model.levels[0].write == WritePolicy::Back {
+                if st & OWNED != 0 && self.l1_write_back {
                     l1.set_state(slot, st | DIRTY);
                     if !self.written.is_empty() {
                         self.record_write(line, off, len);
@@ -732,11 +768,14 @@ impl ExactEngine {
         if self.cache(core, i).find(line).is_some() {
             return;
         }
-        let victim = self.cache(core, i).fill(line, state);
+        let (slot, victim) = self.cache(core, i).fill_at(line, state);
         let class = self.classifier(core, i);
+        if let Some(v) = victim {
+            // The victim's front tag names the slot the new line now occupies.
+            class.removed(v.line);
+        }
         class.last = Some(line);
-        class.seen.insert(line);
-        class.shadow.access(line);
+        class.shadow.access_tagged(line, slot as u32);
         if i < self.p {
             *self.sharers.entry(line).or_insert(0) |= 1u64 << core;
         }

@@ -2,12 +2,15 @@
 //! lines (a miss it would have hit is a conflict miss, otherwise a capacity miss) and the set
 //! of lines a cache has ever held (a first miss is compulsory).
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 const NIL: u32 = u32::MAX;
 
 /// Lines kept in the ordered front array (see [`FaLru`]).
 const FRONT: usize = 8;
+
+/// Tag of a front line that carries none (see [`FaLru::access_tagged`]).
+pub const NO_TAG: u32 = u32::MAX;
 
 /// Fully associative LRU cache of line numbers with O(1) access.
 ///
@@ -15,12 +18,23 @@ const FRONT: usize = 8;
 /// array in exact recency order, then all older lines in a hash-indexed linked list. A loop
 /// that cycles through a few lines only reorders the array, so most accesses cost a short
 /// scan instead of a hash-table update; the order of the whole stack stays exact.
+///
+/// Each front line carries a caller-defined `u32` tag (the exact engine stores the line's slot
+/// in the real cache there, so that a hit on a recently used line needs no set scan). Tags
+/// are not kept for older lines: a line that comes back to the front gets the tag of the
+/// access that brought it back.
 #[derive(Debug, Clone)]
 pub struct FaLru {
     capacity: usize,
     front: [u64; FRONT],
+    front_tag: [u32; FRONT],
     front_len: usize,
-    slot_of: FxHashMap<u64, u32>,
+    /// Every line ever accessed → its node in the list part, or [`NIL`] (in the front, or no
+    /// longer present). Entries are never removed: the map doubles as the set of lines ever
+    /// held, so a fill costs one hash lookup for both.
+    node_of: FxHashMap<u64, u32>,
+    /// Lines in the list part.
+    list_len: usize,
     line: Vec<u64>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -35,8 +49,10 @@ impl FaLru {
         FaLru {
             capacity: capacity.max(1),
             front: [0; FRONT],
+            front_tag: [NO_TAG; FRONT],
             front_len: 0,
-            slot_of: FxHashMap::default(),
+            node_of: FxHashMap::default(),
+            list_len: 0,
             line: Vec::new(),
             prev: Vec::new(),
             next: Vec::new(),
@@ -83,7 +99,12 @@ impl FaLru {
             (self.line.len() - 1) as u32
         };
         self.line[s as usize] = line;
-        self.slot_of.insert(line, s);
+        if let Some(n) = self.node_of.get_mut(&line) {
+            *n = s;
+        } else {
+            self.node_of.insert(line, s);
+        }
+        self.list_len += 1;
         self.push_front(s);
     }
 
@@ -91,39 +112,83 @@ impl FaLru {
     /// recently used line when full.
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
-        let k = self.front_len;
-        if let Some(pos) = self.front[..k].iter().position(|&l| l == line) {
-            shift_down(&mut self.front, pos);
-            self.front[0] = line;
-            return true;
-        }
-        self.access_list(line)
+        self.access_tagged(line, NO_TAG)
     }
 
-    fn access_list(&mut self, line: u64) -> bool {
-        let hit = match self.slot_of.remove(&line) {
-            Some(s) => {
-                self.unlink(s);
-                self.free.push(s);
-                true
-            }
-            None => false,
-        };
+    /// Like [`Self::access`], and gives the line (now the most recent) the tag `tag`.
+    #[inline]
+    pub fn access_tagged(&mut self, line: u64, tag: u32) -> bool {
+        if let Some((pos, _)) = self.front_find(line) {
+            self.promote(pos);
+            self.front_tag[0] = tag;
+            return true;
+        }
+        self.access_list(line, tag)
+    }
+
+    /// Position in the front array (0 = most recent) and tag of `line`, if it is one of the
+    /// [`FRONT`] most recently used lines.
+    #[inline]
+    pub fn front_find(&self, line: u64) -> Option<(usize, u32)> {
+        let k = self.front_len;
+        self.front[..k]
+            .iter()
+            .position(|&l| l == line)
+            .map(|pos| (pos, self.front_tag[pos]))
+    }
+
+    /// Makes the front line at `pos` (from [`Self::front_find`]) the most recently used,
+    /// keeping its tag: the same as accessing it.
+    #[inline]
+    pub fn promote(&mut self, pos: usize) {
+        if pos == 0 {
+            return;
+        }
+        let (line, tag) = (self.front[pos], self.front_tag[pos]);
+        shift_down(&mut self.front, pos);
+        shift_down(&mut self.front_tag, pos);
+        self.front[0] = line;
+        self.front_tag[0] = tag;
+    }
+
+    /// Clears the tag of `line` if it is in the front (its tag no longer holds).
+    #[inline]
+    pub fn untag(&mut self, line: u64) {
+        if let Some((pos, _)) = self.front_find(line) {
+            self.front_tag[pos] = NO_TAG;
+        }
+    }
+
+    #[inline(never)]
+    fn access_list(&mut self, line: u64, tag: u32) -> bool {
+        let s = std::mem::replace(self.node_of.entry(line).or_insert(NIL), NIL);
+        let hit = s != NIL;
+        if hit {
+            self.unlink(s);
+            self.free.push(s);
+            self.list_len -= 1;
+        }
         let k = self.front_len;
         if k < FRONT.min(self.capacity) {
             shift_down(&mut self.front, k);
+            shift_down(&mut self.front_tag, k);
             self.front_len += 1;
         } else {
             // The array is full: its oldest line becomes the newest of the list.
             let spill = self.front[k - 1];
             shift_down(&mut self.front, k - 1);
+            shift_down(&mut self.front_tag, k - 1);
             self.push_list_front(spill);
         }
         self.front[0] = line;
-        if self.front_len + self.slot_of.len() > self.capacity {
+        self.front_tag[0] = tag;
+        if self.front_len + self.list_len > self.capacity {
             let victim = self.tail;
             self.unlink(victim);
-            self.slot_of.remove(&self.line[victim as usize]);
+            if let Some(n) = self.node_of.get_mut(&self.line[victim as usize]) {
+                *n = NIL;
+            }
+            self.list_len -= 1;
             self.free.push(victim);
         }
         hit
@@ -131,7 +196,14 @@ impl FaLru {
 
     /// Whether `line` is present (no change to the recency order).
     pub fn contains(&self, line: u64) -> bool {
-        self.front[..self.front_len].contains(&line) || self.slot_of.contains_key(&line)
+        self.front[..self.front_len].contains(&line)
+            || self.node_of.get(&line).is_some_and(|&s| s != NIL)
+    }
+
+    /// Whether `line` was ever accessed (removals and evictions do not forget it).
+    #[inline]
+    pub fn ever_accessed(&self, line: u64) -> bool {
+        self.node_of.contains_key(&line)
     }
 
     /// Removes `line` (a coherence invalidation removes it from any cache).
@@ -139,10 +211,15 @@ impl FaLru {
         let k = self.front_len;
         if let Some(pos) = self.front[..k].iter().position(|&l| l == line) {
             self.front[pos..k].rotate_left(1);
+            self.front_tag[pos..k].rotate_left(1);
             self.front_len -= 1;
-        } else if let Some(s) = self.slot_of.remove(&line) {
-            self.unlink(s);
-            self.free.push(s);
+        } else if let Some(n) = self.node_of.get_mut(&line) {
+            let s = std::mem::replace(n, NIL);
+            if s != NIL {
+                self.unlink(s);
+                self.free.push(s);
+                self.list_len -= 1;
+            }
         }
     }
 }
@@ -151,19 +228,18 @@ impl FaLru {
 /// Written as a carry of swaps: LLVM turns a plain shifting loop into a `memmove` call, which
 /// costs more than the handful of moves.
 #[inline(always)]
-fn shift_down(front: &mut [u64; FRONT], end: usize) {
+fn shift_down<T: Copy>(front: &mut [T; FRONT], end: usize) {
     let mut carry = front[0];
     for slot in front.iter_mut().take(end.min(FRONT - 1) + 1).skip(1) {
         std::mem::swap(slot, &mut carry);
     }
 }
 
-/// Per cache instance: what it has ever held, its FA shadow, and the last line looked up
-/// (a repeated lookup of the most recent line changes no LRU state, so it is skipped).
+/// Per cache instance: its FA shadow (which also knows every line the cache ever held: the
+/// shadow sees every fill), and the last line looked up (a repeated lookup of the most
+/// recent line changes no LRU state, so it is skipped).
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    /// Lines ever held.
-    pub seen: FxHashSet<u64>,
     /// The fully associative shadow.
     pub shadow: FaLru,
     /// Last line accessed, if it is still present.
@@ -174,17 +250,19 @@ impl Classifier {
     /// For a cache of `lines` lines.
     pub fn new(lines: usize) -> Self {
         Classifier {
-            seen: FxHashSet::default(),
             shadow: FaLru::new(lines),
             last: None,
         }
     }
 
-    /// Forgets `line` after it left the cache.
+    /// Forgets `line` after it left the cache (its slot, kept as the shadow's front tag, is no
+    /// longer its own).
+    #[inline]
     pub fn removed(&mut self, line: u64) {
         if self.last == Some(line) {
             self.last = None;
         }
+        self.shadow.untag(line);
     }
 }
 

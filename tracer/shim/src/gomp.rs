@@ -266,8 +266,8 @@ pub unsafe extern "C" fn GOMP_atomic_end() {
     unsafe { real_atomic_end()() }
 }
 
-/// Interposed `omp_set_lock`. (With clang's libomp these are seen through OMPT instead; the
-/// interposer then still forwards correctly.)
+/// Interposed `omp_set_lock`. This also catches libomp's function of the same name, so the
+/// OMPT tool (`ompt.rs`) deliberately skips plain and test locks.
 #[no_mangle]
 pub unsafe extern "C" fn omp_set_lock(l: *mut c_void) {
     // SAFETY: forwarding.

@@ -1,16 +1,17 @@
 //! cachescope-shim: the recorder that runs inside a program built with `cachescope cc`.
 //!
 //! The compilers' instrumentation calls into this library instead of a sanitizer runtime:
-//! ThreadSanitizer entry points ([`tsan`], [`atomics`]) and SanitizerCoverage callbacks
-//! ([`cov`]) report memory accesses and basic blocks; interposed functions report threads,
-//! locks and barriers ([`pthread`], [`gomp`]), heap blocks ([`alloc`]) and modules ([`exit`]'s
-//! `dlopen`). Events go into per-thread buffers ([`thread`]) and from there to one writer
-//! thread ([`recorder`]) that encodes the trace with the schema crate's writer.
+//! ThreadSanitizer entry points (`tsan.rs`, `atomics.rs`) and SanitizerCoverage callbacks
+//! (`cov.rs`) report memory accesses and basic blocks; interposed functions report threads,
+//! locks and barriers (`pthread.rs`, `gomp.rs`; LLVM libomp through the OMPT tool in
+//! `ompt.rs`), heap blocks (`alloc.rs`), `memcpy`/`memset` ranges (`mem.rs`) and modules
+//! (`exit.rs`'s `dlopen`). Events go into per-thread buffers (`thread.rs`) and from there to one writer
+//! thread (`recorder.rs`) that encodes the trace with the schema crate's writer.
 //!
 //! The shim is inert unless `CACHESCOPE_OUT` names the output (as `cachescope record` does),
 //! so instrumented binaries also run normally. It must never unwind into C: it has no panicking
-//! paths on recording threads (errors end recording with a message instead), and the release
-//! profile aborts on panic.
+//! paths on recording threads (errors end recording with a message instead), and a panic that
+//! reaches an `extern "C"` entry point aborts instead of unwinding.
 //!
 //! `unsafe` is confined to this crate (the project's rule): every block says why it is sound.
 

@@ -403,7 +403,7 @@ unsafe extern "C" fn on_sync_region(
         return;
     }
     match (
-        classify_barrier(kind, codeptr_ra as u64, s.region()),
+        classify_barrier(kind, codeptr_ra as u64 & TaskState::REGION, s.region()),
         endpoint,
     ) {
         (BarrierRole::Join, SCOPE_BEGIN) => {

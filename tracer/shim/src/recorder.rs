@@ -195,28 +195,29 @@ fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
         threads: HashMap::new(),
         failed: false,
     };
-    let mut signal = 0;
+    let mut signal;
     loop {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(msg) => out.handle(msg),
-            Err(RecvTimeoutError::Timeout) => {
-                signal = STOP_SIGNAL.load(Ordering::SeqCst);
-                if signal != 0 {
-                    // SIGINT/SIGTERM: the handler only set the flag (all it may do); the
-                    // writer takes what the threads have recorded so far and ends the trace.
-                    ENABLED.store(false, Ordering::SeqCst);
-                    while let Ok(msg) = rx.try_recv() {
-                        out.handle(msg);
-                    }
-                    for (tid, events, done) in thread::collect_all() {
-                        out.handle(Msg::Events(tid, events));
-                        if done {
-                            out.handle(Msg::ThreadDone(tid));
-                        }
-                    }
-                    break;
+        // Checked on every message, not only when idle: a busy program never lets the queue
+        // run dry.
+        signal = STOP_SIGNAL.load(Ordering::SeqCst);
+        if signal != 0 {
+            // SIGINT/SIGTERM: the handler only set the flag (all it may do); the writer takes
+            // what the threads have recorded so far and ends the trace.
+            ENABLED.store(false, Ordering::SeqCst);
+            while let Ok(msg) = rx.try_recv() {
+                out.handle(msg);
+            }
+            for (tid, events, done) in thread::collect_all() {
+                out.handle(Msg::Events(tid, events));
+                if done {
+                    out.handle(Msg::ThreadDone(tid));
                 }
             }
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(msg) => out.handle(msg),
+            Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
