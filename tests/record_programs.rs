@@ -377,3 +377,43 @@ fn a_forked_child_does_not_write_into_the_parents_trace() {
     // 2 × 1000 `sink` updates by the parent (+ a few from stdio); the child's 100000 are absent.
     assert!((2000..3000).contains(&stores), "{stores} stores");
 }
+
+#[test]
+fn flops_are_counted_and_dlopened_modules_join_the_module_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("flops_dlopen.c");
+    for compiler in compilers() {
+        let prog = dir.path().join(format!("fd-{compiler}"));
+        // No vectorization, so the loop's FLOPs are scalar: one mul and one add per element.
+        let novec = if compiler == "gcc" { "-fno-tree-vectorize" } else { "-fno-vectorize" };
+        cc(compiler, &["-O2", novec, src.to_str().unwrap(), "-o", prog.to_str().unwrap(), "-ldl"]);
+        let trace = dir.path().join(format!("fd-{compiler}.cstrace"));
+        let n = 10_000u64;
+        let out = record(&trace, &prog, &[&n.to_string()], 1);
+        assert_eq!(out.trim(), "dot=49995000.0 cos0=1.0");
+        let all = events(&trace);
+        let flops: u64 = all[0]
+            .1
+            .iter()
+            .map(|e| match e {
+                Event::Advance { flops, .. } => *flops,
+                _ => 0,
+            })
+            .sum();
+        // 2n in the dot product, plus the FLOPs of the initialization loop (i * 0.5).
+        assert!(
+            (2 * n..=4 * n).contains(&flops),
+            "{compiler}: {flops} FLOPs for a dot product of {n}"
+        );
+        let t = TraceFile::open(&trace).unwrap();
+        assert!(
+            !t.header().modules.iter().any(|m| m.path.contains("libm.so")),
+            "{compiler}: libm is not loaded at start"
+        );
+        assert!(
+            t.modules().any(|m| m.path.contains("libm.so")),
+            "{compiler}: libm (dlopened) is in the module map: {:?}",
+            t.modules().map(|m| &m.path).collect::<Vec<_>>()
+        );
+    }
+}
