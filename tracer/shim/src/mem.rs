@@ -1,25 +1,78 @@
 //! `memcpy`, `memmove` and `memset`, interposed: compilers turn struct copies and array
 //! initializations into calls to these (clang's ThreadSanitizer pass calls them by name and
 //! relies on the runtime to intercept them), and libraries call them too. Each call records a
-//! read of the source range and a write of the destination range, then runs glibc's
-//! implementation through its `__*_chk` entry points, which are exported, optimized (IFUNC) and
-//! need no `dlsym`.
+//! read of the source range and a write of the destination range, then runs the next
+//! definition (glibc's optimized one, found with `dlsym(RTLD_NEXT)`).
+//!
+//! The next definition cannot be reached through glibc's exported aliases (`__memcpy_chk` and
+//! friends end in a jump to `memcpy`, which is us again: an endless loop once the compiler makes
+//! our call a tail call), and `dlsym` itself copies memory. So until `dlsym` has answered, and
+//! if it cannot, the copies are done with `rep movsb` / `rep stosb`, which call nothing.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use cachescope_schema::AccessKind;
 use libc::{c_int, c_void, size_t};
 
 use crate::tsan::range;
 
-extern "C" {
-    fn __memcpy_chk(dst: *mut c_void, src: *const c_void, n: size_t, dstlen: size_t)
-        -> *mut c_void;
-    fn __memmove_chk(
-        dst: *mut c_void,
-        src: *const c_void,
-        n: size_t,
-        dstlen: size_t,
-    ) -> *mut c_void;
-    fn __memset_chk(dst: *mut c_void, c: c_int, n: size_t, dstlen: size_t) -> *mut c_void;
+type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, size_t) -> *mut c_void;
+type SetFn = unsafe extern "C" fn(*mut c_void, c_int, size_t) -> *mut c_void;
+
+/// A function of libc found after the shim, resolved once.
+struct Next {
+    name: &'static [u8],
+    addr: AtomicUsize,
+    /// 0: not tried, 1: resolving (recursive calls use the fallback), 2: done.
+    state: AtomicU8,
+}
+
+impl Next {
+    const fn new(name: &'static [u8]) -> Self {
+        Next {
+            name,
+            addr: AtomicUsize::new(0),
+            state: AtomicU8::new(0),
+        }
+    }
+
+    /// The next definition's address, or `None` while it is being resolved or if absent.
+    fn get(&self) -> Option<usize> {
+        match self.state.load(Ordering::Acquire) {
+            2 => return Some(self.addr.load(Ordering::Acquire)).filter(|&a| a != 0),
+            1 => return None,
+            _ => {}
+        }
+        if self
+            .state
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return None;
+        }
+        // SAFETY: `name` is NUL-terminated; RTLD_NEXT searches the modules after the shim.
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr().cast()) } as usize;
+        self.addr.store(p, Ordering::Release);
+        self.state.store(2, Ordering::Release);
+        Some(p).filter(|&a| a != 0)
+    }
+}
+
+static NEXT_MEMCPY: Next = Next::new(b"memcpy\0");
+static NEXT_MEMMOVE: Next = Next::new(b"memmove\0");
+static NEXT_MEMSET: Next = Next::new(b"memset\0");
+
+/// Forward byte copy that calls nothing.
+///
+/// # Safety
+/// `dst` and `src` must be valid for `n` bytes; forward copying must be correct for them.
+unsafe fn movsb(dst: *mut c_void, src: *const c_void, n: size_t) {
+    // SAFETY: the caller's contract; `rep movsb` copies rcx bytes from [rsi] to [rdi] with the
+    // direction flag clear (the ABI guarantees it is clear on function entry).
+    unsafe {
+        core::arch::asm!("rep movsb", inout("rcx") n => _, inout("rdi") dst => _,
+            inout("rsi") src => _, options(nostack, preserves_flags));
+    }
 }
 
 extern "C" fn memcpy_impl(
@@ -30,8 +83,17 @@ extern "C" fn memcpy_impl(
 ) -> *mut c_void {
     range(AccessKind::Load, src as u64, n as u64, ret);
     range(AccessKind::Store, dst as u64, n as u64, ret);
-    // SAFETY: the caller's arguments; `dstlen = n` disables the (meaningless here) check.
-    unsafe { __memcpy_chk(dst, src, n, n) }
+    match NEXT_MEMCPY.get() {
+        Some(f) => {
+            // SAFETY: `f` is libc's memcpy; the arguments are the caller's.
+            unsafe { std::mem::transmute::<usize, CopyFn>(f)(dst, src, n) }
+        }
+        None => {
+            // SAFETY: memcpy's contract (valid, non-overlapping ranges) is the caller's.
+            unsafe { movsb(dst, src, n) };
+            dst
+        }
+    }
 }
 
 extern "C" fn memmove_impl(
@@ -42,14 +104,49 @@ extern "C" fn memmove_impl(
 ) -> *mut c_void {
     range(AccessKind::Load, src as u64, n as u64, ret);
     range(AccessKind::Store, dst as u64, n as u64, ret);
-    // SAFETY: as above.
-    unsafe { __memmove_chk(dst, src, n, n) }
+    match NEXT_MEMMOVE.get() {
+        Some(f) => {
+            // SAFETY: `f` is libc's memmove; the arguments are the caller's.
+            unsafe { std::mem::transmute::<usize, CopyFn>(f)(dst, src, n) }
+        }
+        None => {
+            let (d, s) = (dst as usize, src as usize);
+            if d <= s || d >= s + n {
+                // SAFETY: forward copying is correct when dst is below src or disjoint.
+                unsafe { movsb(dst, src, n) };
+            } else {
+                // Overlap with dst above src: copy backwards, byte by byte, without calls.
+                for i in (0..n).rev() {
+                    // SAFETY: both ranges are valid for n bytes (the caller's contract);
+                    // volatile keeps the compiler from turning the loop into a memmove call.
+                    unsafe {
+                        let b = std::ptr::read_volatile((src as *const u8).add(i));
+                        std::ptr::write_volatile((dst as *mut u8).add(i), b);
+                    }
+                }
+            }
+            dst
+        }
+    }
 }
 
 extern "C" fn memset_impl(dst: *mut c_void, c: c_int, n: size_t, ret: u64) -> *mut c_void {
     range(AccessKind::Store, dst as u64, n as u64, ret);
-    // SAFETY: as above.
-    unsafe { __memset_chk(dst, c, n, n) }
+    match NEXT_MEMSET.get() {
+        Some(f) => {
+            // SAFETY: `f` is libc's memset; the arguments are the caller's.
+            unsafe { std::mem::transmute::<usize, SetFn>(f)(dst, c, n) }
+        }
+        None => {
+            // SAFETY: `dst` is valid for n bytes (the caller's contract); `rep stosb` stores al
+            // rcx times at [rdi].
+            unsafe {
+                core::arch::asm!("rep stosb", inout("rcx") n => _, inout("rdi") dst => _,
+                    in("al") c as u8, options(nostack, preserves_flags));
+            }
+            dst
+        }
+    }
 }
 
 /// Exported entry points: the return address (the call site) goes in `rcx`, after the three

@@ -1,0 +1,14 @@
+/* memset/memcpy of 200-byte objects: compilers call the library (or __tsan_mem*) for these. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+struct big { char b[200]; };
+struct big A;
+int main(int argc, char **argv) {
+  memset(&A, argc, sizeof A);
+  char *p = malloc(1000);
+  memcpy(p + argc, &A, sizeof A); /* argc: not a constant offset, so not folded */
+  printf("A=%p p=%p sum=%d\n", (void *)&A, (void *)p, p[17] + p[argc + 100]);
+  free(p);
+  return 0;
+}
