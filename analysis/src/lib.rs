@@ -1,4 +1,17 @@
 //! cachescope-analysis: turns simulator output into bandwidth curves, dominance breakdowns,
 //! runtime estimates and false-sharing findings.
 //!
-//! Not implemented yet: the bandwidth and false-sharing issues fill this crate.
+//! Modules:
+//! - [`symbols`]: code positions to functions and source lines (DWARF via `addr2line`), data
+//!   addresses to global objects (ELF symbol tables), build-id checks against the trace's
+//!   module map, repo-relative paths for reports.
+//! - [`heap`]: live heap blocks rebuilt from `Alloc`/`Free` events, for naming heap data.
+//! - [`pluto`]: worst-case false/true sharing estimates per barrier segment (thesis §4.2.2),
+//!   for any number of threads, under the recorded or a virtual cache-line layout.
+//!
+//! Not implemented yet: bandwidth curves and dominance, and the false-sharing audit that
+//! combines estimates, simulated coherence events and layout predictions.
+
+pub mod heap;
+pub mod pluto;
+pub mod symbols;

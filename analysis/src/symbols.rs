@@ -1,0 +1,484 @@
+//! Symbolization: code positions to functions and source lines, data addresses to global
+//! objects, repo-relative paths for reports.
+//!
+//! A [`Symbolizer`] is built from a trace's module map (`TraceFile::modules()`: the header's
+//! modules plus later `dlopen` updates). Each module's file is opened on first need, checked
+//! against the build-id the trace recorded, and its DWARF parsed on the first code lookup in
+//! it. A module whose file changed since recording (build-ids differ) is reported as stale and
+//! answers nothing: a wrong line is worse than none.
+//!
+//! **Code positions.** A trace's code position is the callback's return address minus one, so
+//! it already lies inside the call instruction that made the access (docs/tracer.md); the same
+//! holds for allocation sites. [`Symbolizer::code`] looks up exactly the address it is given
+//! and must not be handed a position with another 1 subtracted, nor a raw return address.
+//!
+//! **Data addresses.** [`Symbolizer::data`] finds global and static objects in the modules'
+//! symbol tables. Heap blocks come from the trace's `Alloc`/`Free` events, which only the
+//! caller sees in order: see [`crate::heap::HeapMap`] and [`Symbolizer::classify`]. Stack
+//! addresses are not identifiable from a trace (thread stacks are not recorded), so they are
+//! [`DataObject::Unknown`], as is thread-local storage (TLS symbols are per-thread offsets).
+
+mod module;
+mod path;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cachescope_schema::{CodePos, ModuleInfo};
+use tracing::{debug, warn};
+
+use crate::heap::{HeapBlock, HeapMap};
+use module::{DebugSearch, LoadedModule};
+pub use path::relative_path;
+
+/// Why a module cannot be used for symbolization.
+#[derive(Debug, thiserror::Error)]
+pub enum SymbolError {
+    /// The module's file could not be read (deleted, no permission, or not a file: the vDSO).
+    #[error("cannot read module {path}: {source}")]
+    Read {
+        /// The module path from the trace.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not an object file `object` can read.
+    #[error("module {path} is not a readable object file: {source}")]
+    Parse {
+        /// The module path from the trace.
+        path: String,
+        /// The parse error.
+        #[source]
+        source: object::Error,
+    },
+    /// The file on disk is not the one that was recorded.
+    #[error(
+        "module {path} changed since recording (build-id {found} on disk, {expected} in the trace)"
+    )]
+    StaleBuildId {
+        /// The module path from the trace.
+        path: String,
+        /// The build-id the trace recorded, in hex.
+        expected: String,
+        /// The build-id of the file on disk, in hex.
+        found: String,
+    },
+}
+
+/// Options of a [`Symbolizer`].
+#[derive(Debug, Clone)]
+pub struct SymbolizerOptions {
+    /// Directories searched for separate debug files, by build-id
+    /// (`DIR/.build-id/ab/cdef….debug`) and by `.gnu_debuglink`. Default: `/usr/lib/debug`.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+impl Default for SymbolizerOptions {
+    fn default() -> Self {
+        SymbolizerOptions {
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+        }
+    }
+}
+
+/// A caller into which the code was inlined, with the position of the inlined call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlinedCall {
+    /// The calling function (demangled).
+    pub function: Option<String>,
+    /// Source file of the call site, as DWARF gives it (usually absolute).
+    pub file: Option<String>,
+    /// Line of the call site.
+    pub line: Option<u32>,
+    /// Column of the call site (1-based; `None` when unknown).
+    pub column: Option<u32>,
+}
+
+/// The source location of a code position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeLocation {
+    /// Path of the module, as in the trace.
+    pub module: Arc<str>,
+    /// Link-time address in the module (position minus load bias): what `addr2line -e MODULE`
+    /// takes.
+    pub module_address: u64,
+    /// Innermost function (demangled for C++ and Rust), inlined or not.
+    pub function: Option<String>,
+    /// Source file, as DWARF gives it (compilation directory joined: usually absolute).
+    pub file: Option<String>,
+    /// Source line (`None` when unknown, including DWARF's line 0).
+    pub line: Option<u32>,
+    /// Source column (1-based; `None` when unknown or DWARF's "left edge" 0).
+    pub column: Option<u32>,
+    /// Functions the innermost one was inlined into, innermost first, each with the call
+    /// site; empty when the code is not inlined.
+    pub inlined_into: Vec<InlinedCall>,
+}
+
+impl CodeLocation {
+    /// The function the machine code belongs to: the outermost caller when inlined.
+    pub fn outer_function(&self) -> Option<&str> {
+        match self.inlined_into.last() {
+            Some(call) => call.function.as_deref(),
+            None => self.function.as_deref(),
+        }
+    }
+}
+
+impl fmt::Display for CodeLocation {
+    /// `function (file.c:12:5)`, with the file's base name; parts that are unknown are left
+    /// out, and `module+0xoffset` stands in when nothing is known but the module.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.function {
+            Some(func) => f.write_str(func)?,
+            None => write!(f, "{}+{:#x}", base_name(&self.module), self.module_address)?,
+        }
+        if let Some(file) = &self.file {
+            write!(f, " ({}", base_name(file))?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+                if let Some(col) = self.column {
+                    write!(f, ":{col}")?;
+                }
+            }
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// What a data address belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataObject {
+    /// A global or static object from a module's symbol table.
+    Global {
+        /// Path of the module, as in the trace.
+        module: Arc<str>,
+        /// Symbol name (demangled for C++ and Rust; compiler-local statics keep their suffix,
+        /// e.g. `counter.0`).
+        name: Arc<str>,
+        /// Offset of the address from the object's start.
+        offset: u64,
+        /// Object size in bytes.
+        size: u64,
+    },
+    /// A live heap block (from the caller's [`HeapMap`]).
+    Heap(HeapBlock),
+    /// Neither: stack, thread-local storage, memory from `mmap`, uninstrumented allocators, or
+    /// a module that could not be read.
+    Unknown,
+}
+
+/// State of one module of the trace, for reports.
+#[derive(Debug)]
+pub enum ModuleState<'a> {
+    /// Not needed by any lookup yet.
+    NotOpened,
+    /// Opened; `debug_info` says whether it has DWARF (else only symbol-table names).
+    Ready {
+        /// Whether file and line lookups are possible.
+        debug_info: bool,
+    },
+    /// Unusable; lookups in it answer nothing.
+    Failed(&'a SymbolError),
+}
+
+enum Slot {
+    Unopened,
+    Ready(Box<LoadedModule>),
+    Failed(SymbolError),
+}
+
+struct Entry {
+    info: ModuleInfo,
+    path: Arc<str>,
+    slot: Slot,
+}
+
+/// Resolves code positions and data addresses of one trace. Not thread-safe by itself (it
+/// opens files and caches lazily through `&mut self`); it is `Send`, so it can be moved to a
+/// worker.
+pub struct Symbolizer {
+    entries: Vec<Entry>,
+    options: SymbolizerOptions,
+    /// Results per code position, including misses, so each position is looked up once.
+    code_cache: HashMap<u64, Option<Arc<CodeLocation>>>,
+    /// Run-time `[start, end, entry)` of every opened module's load segments, sorted; built
+    /// on the first data lookup (which opens every module).
+    extents: Option<Vec<(u64, u64, usize)>>,
+}
+
+impl Symbolizer {
+    /// A symbolizer over a trace's modules, with default options. Nothing is opened yet.
+    /// Duplicate entries (same path and load bias) are kept once.
+    pub fn new<'a>(modules: impl IntoIterator<Item = &'a ModuleInfo>) -> Self {
+        Self::with_options(modules, SymbolizerOptions::default())
+    }
+
+    /// A symbolizer with explicit options.
+    pub fn with_options<'a>(
+        modules: impl IntoIterator<Item = &'a ModuleInfo>,
+        options: SymbolizerOptions,
+    ) -> Self {
+        let mut entries: Vec<Entry> = Vec::new();
+        for m in modules {
+            if m.path.is_empty()
+                || entries
+                    .iter()
+                    .any(|e| e.info.path == m.path && e.info.load_bias == m.load_bias)
+            {
+                continue;
+            }
+            entries.push(Entry {
+                info: m.clone(),
+                path: Arc::from(m.path.as_str()),
+                slot: Slot::Unopened,
+            });
+        }
+        Symbolizer {
+            entries,
+            options,
+            code_cache: HashMap::new(),
+            extents: None,
+        }
+    }
+
+    /// Opens every module now (instead of on first need), so that problems can be reported
+    /// before the analysis starts.
+    pub fn open_all(&mut self) {
+        for i in 0..self.entries.len() {
+            self.open(i);
+        }
+    }
+
+    /// Every module of the trace with its state.
+    pub fn modules(&self) -> impl Iterator<Item = (&ModuleInfo, ModuleState<'_>)> {
+        self.entries.iter().map(|e| {
+            let state = match &e.slot {
+                Slot::Unopened => ModuleState::NotOpened,
+                Slot::Ready(m) => ModuleState::Ready {
+                    debug_info: m.has_debug_info(),
+                },
+                Slot::Failed(err) => ModuleState::Failed(err),
+            };
+            (&e.info, state)
+        })
+    }
+
+    /// The modules that could not be used (missing, unreadable, stale), among those opened.
+    pub fn failures(&self) -> impl Iterator<Item = &SymbolError> {
+        self.entries.iter().filter_map(|e| match &e.slot {
+            Slot::Failed(err) => Some(err),
+            _ => None,
+        })
+    }
+
+    fn open(&mut self, i: usize) -> Option<&mut LoadedModule> {
+        let entry = self.entries.get_mut(i)?;
+        if let Slot::Unopened = entry.slot {
+            let search = DebugSearch {
+                debug_dirs: &self.options.debug_dirs,
+            };
+            entry.slot = match LoadedModule::open(&entry.info.path, &entry.info.build_id, &search) {
+                Ok(m) => Slot::Ready(Box::new(m)),
+                Err(err) => {
+                    match &err {
+                        SymbolError::StaleBuildId { .. } => warn!("{err}; not symbolized"),
+                        // The vDSO and similar pseudo-modules have no file: expected.
+                        _ if !entry.info.path.starts_with('/') => debug!("{err}"),
+                        _ => warn!("{err}; not symbolized"),
+                    }
+                    Slot::Failed(err)
+                }
+            };
+        }
+        match &mut entry.slot {
+            Slot::Ready(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The module whose executable range holds `pc`; the latest loaded wins if ranges overlap
+    /// (a module unloaded and another loaded in its place: the trace does not say when).
+    fn code_module(&mut self, pc: u64) -> Option<usize> {
+        let by_range = self
+            .entries
+            .iter()
+            .rposition(|e| e.info.start <= pc && pc < e.info.end);
+        // Modules recorded without a code range are found by their load segments instead.
+        by_range.or_else(|| self.extent_module(pc))
+    }
+
+    fn extent_module(&mut self, addr: u64) -> Option<usize> {
+        if self.extents.is_none() {
+            self.open_all();
+            let mut extents = Vec::new();
+            for (i, e) in self.entries.iter().enumerate() {
+                if let Slot::Ready(m) = &e.slot {
+                    for &(lo, hi) in &m.segments {
+                        let bias = e.info.load_bias;
+                        extents.push((lo.wrapping_add(bias), hi.wrapping_add(bias), i));
+                    }
+                }
+            }
+            extents.sort_unstable();
+            self.extents = Some(extents);
+        }
+        let extents = self.extents.as_deref().unwrap_or_default();
+        let upto = extents.partition_point(|&(lo, _, _)| lo <= addr);
+        // Segments do not overlap in a sane process; scanning back a little covers a
+        // pathological map without making ordinary lookups slower.
+        extents[..upto]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|&&(lo, hi, _)| lo <= addr && addr < hi)
+            .map(|&(_, _, i)| i)
+    }
+
+    /// The source location of a code position from the trace (see the module docs: already
+    /// inside the instruction, do not adjust). `None` when no module holds it or the module is
+    /// unusable. Results are cached per position.
+    pub fn code(&mut self, pc: u64) -> Option<Arc<CodeLocation>> {
+        if let Some(hit) = self.code_cache.get(&pc) {
+            return hit.clone();
+        }
+        let found = self.lookup_code(pc).map(Arc::new);
+        self.code_cache.insert(pc, found.clone());
+        found
+    }
+
+    /// [`Symbolizer::code`] for a schema [`CodePos`].
+    pub fn code_pos(&mut self, pos: CodePos) -> Option<Arc<CodeLocation>> {
+        self.code(pos.addr())
+    }
+
+    fn lookup_code(&mut self, pc: u64) -> Option<CodeLocation> {
+        let i = self.code_module(pc)?;
+        let bias = self.entries[i].info.load_bias;
+        let module_name = Arc::clone(&self.entries[i].path);
+        let probe = pc.wrapping_sub(bias);
+        let m = self.open(i)?;
+        let mut loc = CodeLocation {
+            module: module_name,
+            module_address: probe,
+            function: None,
+            file: None,
+            line: None,
+            column: None,
+            inlined_into: Vec::new(),
+        };
+        if let Some(ctx) = m.context() {
+            read_frames(ctx, probe, &mut loc);
+        }
+        if loc.outer_function().is_none() {
+            // No DWARF, or DWARF without a subprogram here (assembly): the symbol table.
+            let name = m.functions.find(probe).map(|s| s.name.to_string());
+            match loc.inlined_into.last_mut() {
+                Some(outer) => outer.function = name,
+                None => loc.function = name,
+            }
+        }
+        Some(loc)
+    }
+
+    /// The global or static object holding `addr`, from the modules' symbol tables. The first
+    /// data lookup opens every module (their load segments say which one holds an address).
+    pub fn data(&mut self, addr: u64) -> Option<DataObject> {
+        let i = self.extent_module(addr)?;
+        let entry = &self.entries[i];
+        let Slot::Ready(m) = &entry.slot else {
+            return None;
+        };
+        let probe = addr.wrapping_sub(entry.info.load_bias);
+        let sym = m.objects.find(probe)?;
+        Some(DataObject::Global {
+            module: Arc::clone(&entry.path),
+            name: Arc::clone(&sym.name),
+            offset: probe - sym.start,
+            size: sym.end - sym.start,
+        })
+    }
+
+    /// What `addr` belongs to: a live heap block in `heap`, else a global object, else
+    /// [`DataObject::Unknown`].
+    pub fn classify(&mut self, addr: u64, heap: &HeapMap) -> DataObject {
+        if let Some(block) = heap.lookup(addr) {
+            return DataObject::Heap(block);
+        }
+        self.data(addr).unwrap_or(DataObject::Unknown)
+    }
+
+    /// A name for a heap block that is stable across runs (addresses are not): its
+    /// allocation site, e.g. `heap block from main (jacobi.c:41)`.
+    pub fn heap_block_name(&mut self, block: &HeapBlock) -> String {
+        match block.site.and_then(|site| self.code_pos(site)) {
+            Some(loc) => format!("heap block from {loc}"),
+            None => match block.site {
+                Some(site) => format!("heap block from {site}"),
+                None => "heap block (allocation site unknown)".to_owned(),
+            },
+        }
+    }
+}
+
+/// Fills `loc` from addr2line's frames at `probe` (innermost first).
+fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
+    let frames = match ctx.find_frames(probe).skip_all_loads() {
+        Ok(frames) => frames,
+        Err(e) => {
+            debug!(error = %e, probe, "DWARF lookup failed");
+            return;
+        }
+    };
+    let mut frames = frames;
+    let mut first = true;
+    loop {
+        let frame = match frames.next() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(e) => {
+                debug!(error = %e, probe, "DWARF frame walk failed");
+                break;
+            }
+        };
+        let function = frame
+            .function
+            .as_ref()
+            .and_then(|f| f.demangle().ok().map(|n| n.into_owned()));
+        let (file, line, column) = match &frame.location {
+            Some(l) => (
+                l.file.map(str::to_owned),
+                l.line.filter(|&n| n != 0),
+                l.column.filter(|&c| c != 0),
+            ),
+            None => (None, None, None),
+        };
+        if first {
+            loc.function = function;
+            loc.file = file;
+            loc.line = line;
+            loc.column = column;
+            first = false;
+        } else {
+            loc.inlined_into.push(InlinedCall {
+                function,
+                file,
+                line,
+                column,
+            });
+        }
+    }
+}
+
+/// Lower-case hex of a build-id.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,356 @@
+//! One module's file on disk: its symbol tables, its load segments and (lazily) its DWARF.
+//!
+//! Symbols and segments are copied out of the file when it is opened, so no struct borrows
+//! from another (the `object` crate's views borrow the bytes), and the bytes are dropped. The
+//! DWARF context is built (the file read again, its sections copied into shared buffers) on
+//! the first code lookup in the module only: most modules of a trace (libc, libm, the shim)
+//! are asked about data addresses or never at all, and parsing their line tables up front
+//! would dominate start-up.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use addr2line::gimli;
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use tracing::{debug, warn};
+
+use super::{hex, SymbolError};
+
+/// The gimli reader: sections copied into shared buffers, so the context owns its data.
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+/// An addr2line context over [`Reader`].
+pub(crate) type Context = addr2line::Context<Reader>;
+
+/// A sized symbol `[start, end)` in link-time addresses.
+#[derive(Debug, Clone)]
+pub(crate) struct Sym {
+    pub start: u64,
+    pub end: u64,
+    pub name: Arc<str>,
+}
+
+/// Sized symbols sorted by start, with a running maximum of ends so that a lookup stays right
+/// when symbols nest or overlap (aliases, a struct and a member exported separately).
+#[derive(Debug, Default)]
+pub(crate) struct SymbolTable {
+    syms: Vec<Sym>,
+    /// `max_end[i]` = the largest `end` among `syms[..=i]`.
+    max_end: Vec<u64>,
+}
+
+/// Binding rank for choosing among aliases of one `[start, end)`: global names are what a
+/// programmer declared; local ones (`counter.0`) and weak ones are compiler or libc aliases.
+fn rank(sym: &object::Symbol<'_, '_>) -> u8 {
+    if sym.is_global() && !sym.is_weak() {
+        0
+    } else if sym.is_weak() {
+        1
+    } else {
+        2
+    }
+}
+
+impl SymbolTable {
+    fn build(mut raw: Vec<(u64, u64, u8, String)>) -> Self {
+        // Deterministic alias choice: by range, then binding rank, then fewer leading
+        // underscores (`environ` over `__environ`), then the name itself.
+        raw.sort_by(|a, b| {
+            let under = |s: &str| s.len() - s.trim_start_matches('_').len();
+            (a.0, a.1, a.2, under(&a.3), &a.3).cmp(&(b.0, b.1, b.2, under(&b.3), &b.3))
+        });
+        raw.dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
+        let syms: Vec<Sym> = raw
+            .into_iter()
+            .map(|(start, end, _, name)| Sym {
+                start,
+                end,
+                name: Arc::from(addr2line::demangle_auto(name.into(), None).as_ref()),
+            })
+            .collect();
+        let mut max_end = Vec::with_capacity(syms.len());
+        let mut running = 0;
+        for s in &syms {
+            running = running.max(s.end);
+            max_end.push(running);
+        }
+        SymbolTable { syms, max_end }
+    }
+
+    /// The innermost symbol (greatest start) whose range contains `addr`.
+    pub fn find(&self, addr: u64) -> Option<&Sym> {
+        let mut i = self.syms.partition_point(|s| s.start <= addr);
+        while i > 0 {
+            i -= 1;
+            if self.max_end[i] <= addr {
+                // No symbol at or before `i` reaches `addr`.
+                return None;
+            }
+            let s = &self.syms[i];
+            if addr < s.end {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+}
+
+/// Where the DWARF of a module is, or the built context.
+enum Dwarf {
+    /// Not parsed yet: the file that has `.debug_info` (the module or its separate debug
+    /// file) and its build-id when it has one. Only the path is kept, not the bytes: a data
+    /// lookup opens every module of the trace, and few of them are ever asked about code.
+    Pending(PathBuf, Vec<u8>),
+    Ready(Box<Context>),
+    Absent,
+}
+
+/// A module that was read and checked against the trace's build-id.
+pub(crate) struct LoadedModule {
+    /// `PT_LOAD` segments in link-time addresses `[vaddr, vaddr + memsz)`.
+    pub segments: Vec<(u64, u64)>,
+    /// `STT_OBJECT`/`STT_COMMON` symbols with a size (globals and statics).
+    pub objects: SymbolTable,
+    /// `STT_FUNC` symbols with a size (fallback names when there is no DWARF).
+    pub functions: SymbolTable,
+    dwarf: Dwarf,
+}
+
+/// Search options for separate debug files.
+#[derive(Debug, Clone)]
+pub(crate) struct DebugSearch<'a> {
+    pub debug_dirs: &'a [PathBuf],
+}
+
+fn has_dwarf(file: &object::File<'_>) -> bool {
+    file.section_by_name(".debug_info")
+        .is_some_and(|s| s.size() > 0 && s.file_range().is_some())
+}
+
+fn collect_symbols(
+    file: &object::File<'_>,
+    objects: &mut Vec<(u64, u64, u8, String)>,
+    functions: &mut Vec<(u64, u64, u8, String)>,
+) {
+    for sym in file.symbols().chain(file.dynamic_symbols()) {
+        if sym.is_undefined() || sym.size() == 0 {
+            continue;
+        }
+        let target = match sym.kind() {
+            SymbolKind::Data => &mut *objects,
+            SymbolKind::Text => &mut *functions,
+            // TLS symbols hold offsets into each thread's block, not addresses.
+            _ => continue,
+        };
+        let Ok(name) = sym.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        let start = sym.address();
+        target.push((
+            start,
+            start.saturating_add(sym.size()),
+            rank(&sym),
+            name.to_owned(),
+        ));
+    }
+}
+
+impl LoadedModule {
+    /// Reads `path`, refuses it when its build-id differs from `expected` (both non-empty),
+    /// and finds its DWARF (in the file or a separate debug file).
+    pub fn open(
+        path: &str,
+        expected: &[u8],
+        search: &DebugSearch<'_>,
+    ) -> Result<Self, SymbolError> {
+        let bytes = std::fs::read(path).map_err(|source| SymbolError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let file = object::File::parse(&*bytes).map_err(|source| SymbolError::Parse {
+            path: path.to_owned(),
+            source,
+        })?;
+        let found = file.build_id().ok().flatten().unwrap_or_default().to_vec();
+        if !expected.is_empty() && !found.is_empty() && expected != found.as_slice() {
+            return Err(SymbolError::StaleBuildId {
+                path: path.to_owned(),
+                expected: hex(expected),
+                found: hex(&found),
+            });
+        }
+        if !expected.is_empty() && found.is_empty() {
+            debug!(
+                path,
+                "module has no build-id on disk; cannot check it against the trace"
+            );
+        }
+        let segments = file
+            .segments()
+            .map(|s| (s.address(), s.address().saturating_add(s.size())))
+            .collect();
+        let (mut objects, mut functions) = (Vec::new(), Vec::new());
+        collect_symbols(&file, &mut objects, &mut functions);
+        let in_file = has_dwarf(&file);
+        let debuglink = file
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .and_then(|(name, _crc)| std::str::from_utf8(name).ok().map(str::to_owned));
+        let dwarf = if in_file {
+            Dwarf::Pending(PathBuf::from(path), found.clone())
+        } else {
+            // The build-id of the module itself (what the trace recorded, or the file's).
+            let id = if found.is_empty() { expected } else { &found };
+            match find_debug_file(path, id, debuglink.as_deref(), search) {
+                Some((debug_bytes, debug_path)) => {
+                    // A stripped module keeps only .dynsym; the debug file has .symtab.
+                    let mut debug_id = Vec::new();
+                    if let Ok(df) = object::File::parse(&*debug_bytes) {
+                        collect_symbols(&df, &mut objects, &mut functions);
+                        debug_id = df.build_id().ok().flatten().unwrap_or_default().to_vec();
+                    }
+                    debug!(path, debug = %debug_path.display(), "using separate debug file");
+                    Dwarf::Pending(debug_path, debug_id)
+                }
+                None => {
+                    debug!(path, "no DWARF: functions from the symbol table only");
+                    Dwarf::Absent
+                }
+            }
+        };
+        let objects = SymbolTable::build(objects);
+        let functions = SymbolTable::build(functions);
+        debug!(
+            path,
+            objects = objects.len(),
+            functions = functions.len(),
+            "opened module"
+        );
+        Ok(LoadedModule {
+            segments,
+            objects,
+            functions,
+            dwarf,
+        })
+    }
+
+    /// Whether the module has (or had, before parsing) DWARF.
+    pub fn has_debug_info(&self) -> bool {
+        !matches!(self.dwarf, Dwarf::Absent)
+    }
+
+    /// The DWARF context, built on first use. A module whose DWARF cannot be parsed is
+    /// logged once and treated as having none.
+    pub fn context(&mut self) -> Option<&Context> {
+        if let Dwarf::Pending(..) = self.dwarf {
+            let Dwarf::Pending(path, build_id) = std::mem::replace(&mut self.dwarf, Dwarf::Absent)
+            else {
+                return None;
+            };
+            match build_context(&path, &build_id) {
+                Ok(ctx) => self.dwarf = Dwarf::Ready(Box::new(ctx)),
+                Err(e) => {
+                    warn!(path = %path.display(), error = %e, "unreadable DWARF; using symbol names only")
+                }
+            }
+        }
+        match &self.dwarf {
+            Dwarf::Ready(ctx) => Some(ctx),
+            _ => None,
+        }
+    }
+}
+
+/// Reads `path` again and builds its DWARF context, refusing a file whose build-id is no
+/// longer the one seen when the module was opened (replaced in between).
+fn build_context(path: &Path, build_id: &[u8]) -> Result<Context, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
+    let now = file.build_id().ok().flatten().unwrap_or_default();
+    if now != build_id {
+        return Err(format!(
+            "file changed since it was opened (build-id {} now, {} before)",
+            hex(now),
+            hex(build_id)
+        ));
+    }
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<Reader, String> {
+        let data: Arc<[u8]> = match file.section_by_name(id.name()) {
+            // Compressed sections need object's `compression` feature, which we leave out;
+            // the error says so and the module falls back to symbol names.
+            Some(section) => Arc::from(
+                &*section
+                    .uncompressed_data()
+                    .map_err(|e| format!("{}: {e}", id.name()))?,
+            ),
+            None => Arc::from(&[][..]),
+        };
+        Ok(gimli::EndianArcSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load)?;
+    Context::from_dwarf(dwarf).map_err(|e| e.to_string())
+}
+
+/// Looks for a separate debug file: by build-id under each debug directory
+/// (`DIR/.build-id/ab/cdef….debug`), then by `.gnu_debuglink` name next to the module, in its
+/// `.debug/` subdirectory and under each debug directory (GDB's order). A candidate is used
+/// only if it has DWARF and, when both have a build-id, the same build-id as the module.
+fn find_debug_file(
+    path: &str,
+    build_id: &[u8],
+    debuglink: Option<&str>,
+    search: &DebugSearch<'_>,
+) -> Option<(Vec<u8>, PathBuf)> {
+    let mut candidates = Vec::new();
+    if build_id.len() >= 2 {
+        let id = hex(build_id);
+        let (head, tail) = id.split_at(2);
+        for dir in search.debug_dirs {
+            candidates.push(
+                dir.join(".build-id")
+                    .join(head)
+                    .join(format!("{tail}.debug")),
+            );
+        }
+    }
+    if let Some(link) = debuglink {
+        let module_dir = Path::new(path).parent().unwrap_or(Path::new("/"));
+        candidates.push(module_dir.join(link));
+        candidates.push(module_dir.join(".debug").join(link));
+        for dir in search.debug_dirs {
+            let relative = module_dir.strip_prefix("/").unwrap_or(module_dir);
+            candidates.push(dir.join(relative).join(link));
+        }
+    }
+    for candidate in candidates {
+        if candidate == Path::new(path) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&candidate) else {
+            continue;
+        };
+        let Ok(file) = object::File::parse(&*bytes) else {
+            continue;
+        };
+        let id = file.build_id().ok().flatten().unwrap_or_default();
+        if !build_id.is_empty() && !id.is_empty() && id != build_id {
+            debug!(candidate = %candidate.display(), "debug file has another build-id; skipped");
+            continue;
+        }
+        if !has_dwarf(&file) {
+            continue;
+        }
+        return Some((bytes, candidate));
+    }
+    None
+}

@@ -1,0 +1,126 @@
+//! Repo-relative paths for report formats (SARIF `artifactLocation.uri` with a base id).
+
+use std::path::{Component, Path};
+
+/// Lexically normalized components of an absolute path (`.` dropped, `..` pops, never above
+/// the root). `None` for a relative path: without the directory it was relative to, any
+/// answer could name the wrong file.
+fn normalized(path: &Path) -> Option<Vec<String>> {
+    if !path.is_absolute() {
+        return None;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop();
+            }
+            Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
+        }
+    }
+    Some(parts)
+}
+
+/// Percent-encodes what may not stand in a URI path segment. `:` is encoded too, so that a
+/// first segment like `c:` cannot read as a scheme.
+fn encode_segment(segment: &str, out: &mut String) {
+    for b in segment.bytes() {
+        let plain = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b'@'
+            );
+        if plain {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}
+
+/// `file` relative to `repo_root` as a URI reference with forward slashes (e.g.
+/// `examples/jacobi.c`, for SARIF with `uriBaseId` set to the repository root).
+///
+/// Both paths are normalized lexically (`.` and `..`; symbolic links are not resolved, as
+/// DWARF records the paths the compiler was given). Matching is by whole components, so
+/// `/repo2/x.c` is not inside `/repo`. Returns `None` when `file` is relative, is not under
+/// the root, or is the root itself. Characters not allowed in a URI path are percent-encoded.
+pub fn relative_path(file: &str, repo_root: &Path) -> Option<String> {
+    let file = normalized(Path::new(file))?;
+    let root = normalized(repo_root)?;
+    let rest = file.strip_prefix(root.as_slice())?;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for (i, segment) in rest.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        encode_segment(segment, &mut out);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_root_and_normalizes() {
+        let root = Path::new("/home/u/repo");
+        assert_eq!(
+            relative_path("/home/u/repo/examples/a.c", root).as_deref(),
+            Some("examples/a.c")
+        );
+        assert_eq!(
+            relative_path("/home/u/repo/build/../src/./b.c", root).as_deref(),
+            Some("src/b.c")
+        );
+        assert_eq!(
+            relative_path("/home/u/repo/x.c", Path::new("/home/u/repo/")).as_deref(),
+            Some("x.c")
+        );
+        assert_eq!(
+            relative_path("/home/u/x/../repo/y.c", Path::new("/home/u/./repo")).as_deref(),
+            Some("y.c")
+        );
+    }
+
+    #[test]
+    fn refuses_outside_relative_and_root() {
+        let root = Path::new("/home/u/repo");
+        assert_eq!(relative_path("/home/u/repo2/a.c", root), None);
+        assert_eq!(relative_path("/home/u/repo/../a.c", root), None);
+        assert_eq!(relative_path("/usr/include/stdio.h", root), None);
+        assert_eq!(relative_path("src/a.c", root), None);
+        assert_eq!(relative_path("/home/u/repo", root), None);
+        assert_eq!(relative_path("/home/u/repo/a.c", Path::new("repo")), None);
+    }
+
+    #[test]
+    fn percent_encodes() {
+        let root = Path::new("/r");
+        assert_eq!(
+            relative_path("/r/my dir/a#1.c", root).as_deref(),
+            Some("my%20dir/a%231.c")
+        );
+        assert_eq!(relative_path("/r/c:x.c", root).as_deref(), Some("c%3Ax.c"));
+        assert_eq!(relative_path("/r/é.c", root).as_deref(), Some("%C3%A9.c"));
+    }
+}
