@@ -16,33 +16,64 @@ pub fn clock_advance(events: &[Event], unit: TimeUnit) -> u64 {
 }
 
 /// Encodes chunks; keeps its buffers between chunks (one per writing thread).
+///
+/// Either encode whole chunks with [`encode`](Self::encode), or stream: [`push`](Self::push)
+/// events as they come and [`finish_chunk`](Self::finish_chunk) when enough have been pushed;
+/// streaming never holds the events themselves.
 #[derive(Default, Debug)]
 pub struct ChunkEncoder {
     columns: ColumnEncoder,
     raw: Vec<u8>,
+    compressed: Vec<u8>,
 }
 
 impl ChunkEncoder {
     /// Encodes `events` into a chunk record payload. `meta.event_count` and
-    /// `meta.has_code_positions` are filled in from the events.
-    pub fn encode(&mut self, mut meta: ChunkMeta, events: &[Event]) -> Vec<u8> {
-        meta.event_count = events.len() as u32;
-        meta.has_code_positions = events
-            .iter()
-            .any(|e| matches!(e, Event::Access(a) if a.pc.is_some()));
-        self.columns.start(meta.has_code_positions);
-        for e in events {
-            self.columns.push(e);
-        }
+    /// `meta.has_code_positions` are filled in from the events. Discards events pushed
+    /// since the last [`finish_chunk`](Self::finish_chunk).
+    pub fn encode(&mut self, meta: ChunkMeta, events: &[Event]) -> Vec<u8> {
+        self.columns.start_detecting();
+        self.columns.push_slice(events);
+        self.finish_chunk(meta)
+    }
+
+    /// Appends events to the open chunk.
+    #[inline]
+    pub fn push(&mut self, events: &[Event]) {
+        self.columns.push_slice(events);
+    }
+
+    /// Events pushed to the open chunk.
+    pub fn pending(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// How far the thread's clock moves over the open chunk's events (what
+    /// [`clock_advance`] would return for them).
+    pub fn pending_clock_advance(&self, unit: TimeUnit) -> u64 {
+        self.columns.clock_advance(unit.access_cost())
+    }
+
+    /// Encodes the open chunk's events into a chunk record payload and opens an empty chunk.
+    /// `meta.event_count` and `meta.has_code_positions` are filled in from the events.
+    pub fn finish_chunk(&mut self, mut meta: ChunkMeta) -> Vec<u8> {
         self.columns.finish();
+        meta.event_count = self.columns.len() as u32;
+        meta.has_code_positions = self.columns.has_pcs();
         self.raw.clear();
         let mut lengths = [0u32; COLUMN_COUNT];
         for (len, col) in lengths.iter_mut().zip(&self.columns.columns) {
             *len = col.len() as u32;
             self.raw.extend_from_slice(col);
         }
-        let compressed = lz4_flex::block::compress(&self.raw);
-        encode_chunk(&meta, &lengths, &compressed)
+        // Into a kept buffer: `compress` would allocate its output for every chunk.
+        self.compressed
+            .resize(lz4_flex::block::get_maximum_output_size(self.raw.len()), 0);
+        let n = lz4_flex::block::compress_into(&self.raw, &mut self.compressed)
+            .expect("output buffer has the maximum compressed size");
+        let payload = encode_chunk(&meta, &lengths, &self.compressed[..n]);
+        self.columns.start_detecting();
+        payload
     }
 }
 

@@ -240,70 +240,141 @@ impl State {
 
     /// The token of `event`; advances the predictors (the inverse of [`State::apply`]).
     /// Without code positions in the chunk, accesses are stored with position 0.
+    #[inline(always)]
     fn token(&mut self, event: &Event, has_pcs: bool) -> Token {
-        let kind = event.kind();
-        let mut t = Token::default();
-        let aux = match *event {
-            Event::Access(a) => {
-                let pc = if has_pcs {
-                    a.pc.map_or(0, CodePos::addr)
-                } else {
-                    0
-                };
-                t.pc = pc.wrapping_sub(self.pc);
-                self.pc = pc;
-                let prev = &mut self.addrs[slot(pc)];
-                t.addr = a.addr.wrapping_sub(*prev);
-                *prev = a.addr;
-                t.a = a.size as u64;
-                size_class(a.size)
-            }
-            Event::Advance { units, flops } => {
-                (t.a, t.b) = (units, flops);
-                u8::from(flops != 0)
-            }
-            Event::BarrierEnter {
-                barrier,
-                participants,
-            } => {
-                (t.a, t.b) = (barrier, participants as u64);
-                0
-            }
-            Event::LockAcquire { lock, order } => {
-                (t.a, t.b) = (lock, order);
-                0
-            }
-            Event::RegionBegin { region, team } => {
-                (t.a, t.b) = (region, team as u64);
-                0
-            }
-            Event::BarrierLeave { barrier: v }
-            | Event::LockRelease { lock: v }
-            | Event::RegionEnd { region: v } => {
-                t.a = v;
-                0
-            }
-            Event::ThreadCreate { child } | Event::ThreadJoin { child } => {
-                t.a = child as u64;
-                0
-            }
-            Event::ThreadStart | Event::ThreadExit => 0,
-            Event::Alloc { addr, size, site } => {
-                t.addr = addr.wrapping_sub(self.heap);
-                self.heap = addr;
-                t.a = size;
-                t.b = site.map_or(0, CodePos::addr);
-                u8::from(site.is_some())
-            }
-            Event::Free { addr } => {
-                t.addr = addr.wrapping_sub(self.heap);
-                self.heap = addr;
-                0
-            }
-        };
-        t.code = op_code(kind, aux);
-        t
+        token(
+            event,
+            has_pcs,
+            &mut self.pc,
+            &mut self.heap,
+            &mut self.addrs,
+        )
     }
+}
+
+/// The token of `event` given the predictors (the fields of [`State`], passed apart so that a
+/// loop can keep them in registers); advances them.
+#[inline(always)]
+fn token(
+    event: &Event,
+    has_pcs: bool,
+    last_pc: &mut u64,
+    heap: &mut u64,
+    addrs: &mut [u64; SLOTS],
+) -> Token {
+    // Accesses and `Advance` are nearly all events: two well-predicted branches instead of a
+    // jump table, and op codes without the general `op_code`.
+    match *event {
+        Event::Access(a) => {
+            let pc = if has_pcs {
+                a.pc.map_or(0, CodePos::addr)
+            } else {
+                0
+            };
+            let dpc = pc.wrapping_sub(*last_pc);
+            *last_pc = pc;
+            let prev = &mut addrs[slot(pc)];
+            let addr = a.addr.wrapping_sub(*prev);
+            *prev = a.addr;
+            Token {
+                // AccessKind's order is the op codes' (checked below).
+                code: a.kind as u8 * 6 + size_class(a.size),
+                addr,
+                pc: dpc,
+                a: a.size as u64,
+                b: 0,
+            }
+        }
+        Event::Advance { units, flops } => Token {
+            code: ADVANCE_CODE + u8::from(flops != 0),
+            addr: 0,
+            pc: 0,
+            a: units,
+            b: flops,
+        },
+        _ => any_token(event, has_pcs, last_pc, heap, addrs),
+    }
+}
+
+const _: () = {
+    let mut k = 0;
+    while k < 5 {
+        assert!(AccessKind::ALL[k] as usize == k && EventKind::ALL[k] as usize == k);
+        k += 1;
+    }
+};
+
+/// [`token`] of any event (the fast paths there cover accesses and `Advance`).
+#[inline(never)]
+fn any_token(
+    event: &Event,
+    has_pcs: bool,
+    last_pc: &mut u64,
+    heap: &mut u64,
+    addrs: &mut [u64; SLOTS],
+) -> Token {
+    let kind = event.kind();
+    let mut t = Token::default();
+    let aux = match *event {
+        Event::Access(a) => {
+            let pc = if has_pcs {
+                a.pc.map_or(0, CodePos::addr)
+            } else {
+                0
+            };
+            t.pc = pc.wrapping_sub(*last_pc);
+            *last_pc = pc;
+            let prev = &mut addrs[slot(pc)];
+            t.addr = a.addr.wrapping_sub(*prev);
+            *prev = a.addr;
+            t.a = a.size as u64;
+            size_class(a.size)
+        }
+        Event::Advance { units, flops } => {
+            (t.a, t.b) = (units, flops);
+            u8::from(flops != 0)
+        }
+        Event::BarrierEnter {
+            barrier,
+            participants,
+        } => {
+            (t.a, t.b) = (barrier, participants as u64);
+            0
+        }
+        Event::LockAcquire { lock, order } => {
+            (t.a, t.b) = (lock, order);
+            0
+        }
+        Event::RegionBegin { region, team } => {
+            (t.a, t.b) = (region, team as u64);
+            0
+        }
+        Event::BarrierLeave { barrier: v }
+        | Event::LockRelease { lock: v }
+        | Event::RegionEnd { region: v } => {
+            t.a = v;
+            0
+        }
+        Event::ThreadCreate { child } | Event::ThreadJoin { child } => {
+            t.a = child as u64;
+            0
+        }
+        Event::ThreadStart | Event::ThreadExit => 0,
+        Event::Alloc { addr, size, site } => {
+            t.addr = addr.wrapping_sub(*heap);
+            *heap = addr;
+            t.a = size;
+            t.b = site.map_or(0, CodePos::addr);
+            u8::from(site.is_some())
+        }
+        Event::Free { addr } => {
+            t.addr = addr.wrapping_sub(*heap);
+            *heap = addr;
+            0
+        }
+    };
+    t.code = op_code(kind, aux);
+    t
 }
 
 /// What went wrong while decoding columns.
@@ -318,19 +389,118 @@ pub struct ColumnError {
     pub what: &'static str,
 }
 
+/// What a [`Template`] checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum TemplateKind {
+    /// Compute the event's token and compare it with the body's.
+    #[default]
+    Other,
+    /// An access with these fields, at the slot's previous address plus `x`.
+    Access,
+    /// `Advance { units: x, flops: y }`.
+    Advance,
+}
+
+/// The event a committed run expects at one body position, in a form that is cheaper to
+/// check than computing the event's token (see `ColumnEncoder::make_templates`).
+#[derive(Clone, Copy, Debug)]
+struct Template {
+    what: TemplateKind,
+    access: AccessKind,
+    size: u32,
+    pc: Option<CodePos>,
+    slot: u16,
+    x: u64,
+    y: u64,
+}
+
+impl Default for Template {
+    fn default() -> Self {
+        Template {
+            what: TemplateKind::Other,
+            access: AccessKind::Load,
+            size: 0,
+            pc: None,
+            slot: 0,
+            x: 0,
+            y: 0,
+        }
+    }
+}
+
 /// Encodes events into the four columns. Reuse one encoder per thread: it keeps its buffers.
 ///
-/// Call [`start`](Self::start), [`push`](Self::push) each event, then
+/// Call [`start`](Self::start) (or [`start_detecting`](Self::start_detecting)), push the
+/// events with [`push`](Self::push) or [`push_slice`](Self::push_slice), then
 /// [`finish`](Self::finish); the columns are complete after `finish`.
-#[derive(Default, Debug)]
+///
+/// Encoding is streaming: runs are found while events arrive, keeping only the last few
+/// hundred tokens, so the encoder never holds a chunk's events or tokens. The output is the
+/// same as that of the greedy whole-chunk search described at [`finish`](Self::finish).
+#[derive(Debug)]
 pub struct ColumnEncoder {
     /// Encoded columns, in storage order.
     pub columns: [Vec<u8>; COLUMN_COUNT],
-    tokens: Vec<Token>,
     state: State,
-    has_pcs: bool,
-    /// Run finding: the latest token index + 1 per token hash bucket (0 = none).
+    /// Whether tokens use the accesses' code positions (false: they are stored as 0).
+    use_pcs: bool,
+    /// Whether to drop the `pcs` column at `finish` if no access had a code position.
+    detect_pcs: bool,
+    /// Whether an access with a code position was pushed (only tracked with `use_pcs`).
+    saw_pc: bool,
+    /// Run finding: the latest decision index + 1 per token hash bucket (0 = none).
     seen: Vec<u32>,
+    /// The last [`RING`] tokens, token `i` at `i % RING`.
+    ring: Box<[Token; RING]>,
+    /// Tokens pushed in this chunk.
+    n: usize,
+    /// First token not yet stored (the greedy search's current event).
+    d: usize,
+    /// Period of the run candidate starting at `d` (0: none yet).
+    cand: usize,
+    /// Next token to compare with the one a period before it, for the candidate.
+    scan: usize,
+    /// Whether the candidate has repeated enough to be a run (its body is in `body`); then
+    /// tokens only extend it until one differs.
+    committed: bool,
+    /// The body of a committed run.
+    body: [Token; MAX_PERIOD],
+    /// How to check events against the committed run's body without computing their tokens
+    /// (see [`Template`]); `None` when that is not possible.
+    templates: Option<Box<[Template; MAX_PERIOD]>>,
+    /// Kept allocation of `templates`.
+    spare_templates: Option<Box<[Template; MAX_PERIOD]>>,
+    /// Accesses pushed in this chunk (for the clock).
+    accesses: u64,
+    /// Sum of the `Advance` units pushed in this chunk (wrapping, for the clock).
+    units: u64,
+}
+
+impl Default for ColumnEncoder {
+    /// An encoder with a chunk started as by [`start_detecting`](Self::start_detecting).
+    fn default() -> Self {
+        let mut enc = ColumnEncoder {
+            columns: Default::default(),
+            state: State::default(),
+            use_pcs: true,
+            detect_pcs: true,
+            saw_pc: false,
+            seen: Vec::new(),
+            ring: Box::new([Token::default(); RING]),
+            n: 0,
+            d: 0,
+            cand: 0,
+            scan: 0,
+            committed: false,
+            body: [Token::default(); MAX_PERIOD],
+            templates: None,
+            spare_templates: None,
+            accesses: 0,
+            units: 0,
+        };
+        enc.start_detecting();
+        enc
+    }
 }
 
 fn zigzag(delta: u64) -> u64 {
@@ -358,124 +528,488 @@ fn put_varint(out: &mut Vec<u8>, v: u64) {
 }
 
 fn size_class(size: u32) -> u8 {
-    match size {
-        1 => 1,
-        2 => 2,
-        4 => 3,
-        8 => 4,
-        16 => 5,
-        _ => 0,
-    }
+    // A table rather than a `match`: one load on the encoder's hot path.
+    const CLASS: [u8; 17] = [0, 1, 2, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 5];
+    CLASS.get(size as usize).copied().unwrap_or(0)
 }
 
 /// Bits of the run finder's hash table (4096 buckets).
 const SEEN_BITS: u32 = 12;
 
+/// Tokens the encoder keeps (a power of two). The search looks back at most
+/// [`MAX_PERIOD`] tokens from its current event and ahead at most `MAX_PERIOD` (body) +
+/// `MAX_PERIOD` (repeats before a candidate is committed) + 1.
+const RING: usize = 256;
+const _: () = assert!(RING.is_power_of_two() && RING > 3 * MAX_PERIOD + 1);
+
+/// Repeats after the body that make a candidate with period `p` a run.
+#[inline(always)]
+fn min_repeats(p: usize) -> usize {
+    MIN_RUN.max(p)
+}
+
 impl ColumnEncoder {
     /// Clears the columns and starts a new chunk. `has_pcs` says whether accesses carry code
     /// positions in this chunk (if any access has one, pass true).
     pub fn start(&mut self, has_pcs: bool) {
+        self.reset(has_pcs, false);
+    }
+
+    /// Clears the columns and starts a new chunk whose `has_pcs` flag is found from its
+    /// events: true if any access has a code position (see [`has_pcs`](Self::has_pcs)).
+    pub fn start_detecting(&mut self) {
+        self.reset(true, true);
+    }
+
+    fn reset(&mut self, use_pcs: bool, detect_pcs: bool) {
         for c in &mut self.columns {
             c.clear();
         }
-        self.tokens.clear();
         self.state = State::default();
-        self.has_pcs = has_pcs;
+        self.use_pcs = use_pcs;
+        self.detect_pcs = detect_pcs;
+        self.saw_pc = false;
+        self.seen.clear();
+        self.seen.resize(1 << SEEN_BITS, 0);
+        self.n = 0;
+        self.d = 0;
+        self.cand = 0;
+        self.scan = 0;
+        self.committed = false;
+        self.drop_templates();
+        self.accesses = 0;
+        self.units = 0;
+    }
+
+    /// Whether the chunk's accesses carry code positions: as passed to
+    /// [`start`](Self::start), or after [`start_detecting`](Self::start_detecting) whether an
+    /// access pushed so far has one.
+    pub fn has_pcs(&self) -> bool {
+        self.use_pcs && (self.saw_pc || !self.detect_pcs)
+    }
+
+    /// Events pushed since the chunk started.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether no event was pushed since the chunk started.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// How far a thread's clock moves over the events pushed since the chunk started, when
+    /// an access costs `access_cost` (the same as [`crate::chunk::clock_advance`] over them).
+    pub fn clock_advance(&self, access_cost: u64) -> u64 {
+        self.units
+            .wrapping_add(self.accesses.wrapping_mul(access_cost))
     }
 
     /// Appends one event.
+    #[inline]
     pub fn push(&mut self, event: &Event) {
-        let t = self.state.token(event, self.has_pcs);
-        self.tokens.push(t);
+        self.push_slice(std::slice::from_ref(event));
     }
 
-    /// Writes the pushed events into the columns, finding runs.
+    /// Appends events in order.
+    pub fn push_slice(&mut self, mut events: &[Event]) {
+        while !events.is_empty() {
+            let used = if self.committed {
+                self.extend_run(events)
+            } else {
+                self.push_one(&events[0]);
+                1
+            };
+            events = &events[used..];
+        }
+    }
+
+    /// Counts `t` (the token of an event just pushed) into the clock totals.
+    #[inline(always)]
+    fn count(accesses: &mut u64, units: &mut u64, t: &Token) {
+        *accesses += u64::from(t.code < ADVANCE_CODE);
+        let advance = t.code >> 1 == ADVANCE_CODE >> 1;
+        *units = units.wrapping_add(if advance { t.a } else { 0 });
+    }
+
+    /// Pushes one event outside a committed run.
+    fn push_one(&mut self, e: &Event) {
+        let t = self.state.token(e, self.use_pcs);
+        // Only accesses move `state.pc`, and it is non-zero exactly after an access with a
+        // code position: no need to look at the event again.
+        self.saw_pc |= self.state.pc != 0;
+        Self::count(&mut self.accesses, &mut self.units, &t);
+        let d = self.n;
+        self.ring[d % RING] = t;
+        self.n = d + 1;
+        // Nothing pending (the search is at this event): its step inline, without entering
+        // the general search, unless it proposes a run.
+        if self.cand == 0 && self.d == d && !self.propose(d, &t) {
+            self.put_single(d, &t);
+            return;
+        }
+        self.search(false);
+    }
+
+    /// Forgets the templates (keeping their allocation).
+    fn drop_templates(&mut self) {
+        if let Some(t) = self.templates.take() {
+            self.spare_templates = Some(t);
+        }
+    }
+
+    /// Prepares [`Template`]s for the just committed run, if its body allows: code positions
+    /// are used, and they add up to no change over the body (the loop's instructions recur,
+    /// so each body position always has the same code position and predictor slot).
+    fn make_templates(&mut self) {
+        self.drop_templates();
+        let p = self.cand;
+        let body = &self.body[..p];
+        let pc_sum = body.iter().fold(0u64, |s, t| s.wrapping_add(t.pc));
+        if !self.use_pcs || pc_sum != 0 {
+            return;
+        }
+        // The code position before body position 0: the current one (after token n − 1, at
+        // body position `last`) minus the body's changes up to there.
+        let last = (self.n - 1 - self.d) % p;
+        let upto_last = body[..=last].iter().fold(0u64, |s, t| s.wrapping_add(t.pc));
+        let mut pc = self.state.pc.wrapping_sub(upto_last);
+        let mut tmpl = self
+            .spare_templates
+            .take()
+            .unwrap_or_else(|| Box::new([Template::default(); MAX_PERIOD]));
+        for (t, out) in body.iter().zip(tmpl.iter_mut()) {
+            let info = OPS[t.code as usize];
+            *out = if (info.kind as u8) < 5 {
+                pc = pc.wrapping_add(t.pc);
+                Template {
+                    what: TemplateKind::Access,
+                    access: AccessKind::ALL[info.kind as usize],
+                    size: t.a as u32,
+                    pc: CodePos::new(pc),
+                    slot: slot(pc) as u16,
+                    x: t.addr,
+                    y: 0,
+                }
+            } else if info.kind == EventKind::Advance {
+                Template {
+                    what: TemplateKind::Advance,
+                    x: t.a,
+                    y: t.b,
+                    ..Template::default()
+                }
+            } else {
+                Template::default()
+            };
+        }
+        self.templates = Some(tmpl);
+    }
+
+    /// Extends the committed run with `events` while their tokens repeat the run's body;
+    /// ends it at the first one that differs (pushing that one). Returns the number of events
+    /// used.
+    ///
+    /// This is where a loop's events go, so it is written for speed: the predictors and
+    /// counters live in locals (registers) for the whole slice, and each event costs its
+    /// token and one comparison with the body (the ring is filled in when the run ends).
+    fn extend_run(&mut self, events: &[Event]) -> usize {
+        if self.templates.is_some() {
+            return self.extend_run_templates(events);
+        }
+        self.extend_run_tokens(events)
+    }
+
+    /// [`extend_run`](Self::extend_run) with templates: an access is checked by comparing
+    /// its fields with the template's and its address with the slot's previous one plus the
+    /// body's difference; an `Advance` by comparing its fields. This is equivalent to
+    /// comparing tokens (given the templates' conditions) but skips the hashing and the
+    /// op code. Other events, and the first one that differs, take the token path.
+    fn extend_run_templates(&mut self, events: &[Event]) -> usize {
+        let p = self.cand;
+        let mut n = self.n;
+        let mut k = (n - self.d) % p;
+        let (mut pc, mut heap) = (self.state.pc, self.state.heap);
+        let (mut accesses, mut units) = (self.accesses, self.units);
+        let Some(tmpl) = self.templates.as_deref() else {
+            unreachable!("called with templates")
+        };
+        let tmpl = &tmpl[..p];
+        let body = &self.body[..p];
+        let addrs = &mut self.state.addrs;
+        let mut differs = None;
+        for (i, e) in events.iter().enumerate() {
+            let tp = &tmpl[k];
+            let same = match (tp.what, e) {
+                (TemplateKind::Access, Event::Access(a)) => {
+                    let prev = &mut addrs[tp.slot as usize % SLOTS];
+                    let addr = prev.wrapping_add(tp.x);
+                    let same =
+                        a.addr == addr && a.kind == tp.access && a.size == tp.size && a.pc == tp.pc;
+                    if same {
+                        *prev = addr;
+                        pc = tp.pc.map_or(0, CodePos::addr);
+                        accesses += 1;
+                    }
+                    same
+                }
+                (TemplateKind::Advance, &Event::Advance { units: u, flops }) => {
+                    let same = u == tp.x && flops == tp.y;
+                    units = units.wrapping_add(if same { u } else { 0 });
+                    same
+                }
+                (TemplateKind::Other, _) => {
+                    let t = token(e, true, &mut pc, &mut heap, addrs);
+                    Self::count(&mut accesses, &mut units, &t);
+                    if t != body[k] {
+                        differs = Some((i, t));
+                        break;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            if !same {
+                // Differs (the check is exact): the token, from the unchanged predictors.
+                let t = token(e, true, &mut pc, &mut heap, addrs);
+                self.saw_pc |= pc != 0;
+                Self::count(&mut accesses, &mut units, &t);
+                differs = Some((i, t));
+                break;
+            }
+            n += 1;
+            k += 1;
+            if k == p {
+                k = 0;
+            }
+        }
+        (self.n, self.state.pc, self.state.heap) = (n, pc, heap);
+        (self.accesses, self.units) = (accesses, units);
+        self.after_run_extension(events.len(), differs)
+    }
+
+    /// Ends [`extend_run`](Self::extend_run): if token `n` (`t`, the `i`th event) differs,
+    /// ends the run and goes on searching from it. Returns the number of events used.
+    fn after_run_extension(&mut self, len: usize, differs: Option<(usize, Token)>) -> usize {
+        match differs {
+            None => len,
+            Some((i, t)) => {
+                let n = self.n;
+                self.end_committed_run();
+                self.ring[n % RING] = t;
+                self.n = n + 1;
+                self.search(false);
+                i + 1
+            }
+        }
+    }
+
+    fn extend_run_tokens(&mut self, events: &[Event]) -> usize {
+        let p = self.cand;
+        let use_pcs = self.use_pcs;
+        let (mut n, mut pc, mut heap) = (self.n, self.state.pc, self.state.heap);
+        let (mut accesses, mut units, mut saw_pc) = (self.accesses, self.units, self.saw_pc);
+        let body = &self.body[..p];
+        let addrs = &mut self.state.addrs;
+        // Body position of token `n`.
+        let mut k = (n - self.d) % p;
+        let mut differs = None;
+        for (i, e) in events.iter().enumerate() {
+            let t = token(e, use_pcs, &mut pc, &mut heap, addrs);
+            saw_pc |= pc != 0;
+            Self::count(&mut accesses, &mut units, &t);
+            if t != body[k] {
+                differs = Some((i, t));
+                break;
+            }
+            n += 1;
+            k += 1;
+            if k == p {
+                k = 0;
+            }
+        }
+        (self.n, self.state.pc, self.state.heap) = (n, pc, heap);
+        (self.accesses, self.units, self.saw_pc) = (accesses, units, saw_pc);
+        self.after_run_extension(events.len(), differs)
+    }
+
+    /// Writes the events not yet stored into the columns, ending the chunk.
     ///
     /// Runs are found greedily: at each event, the previous event with an equal token (found
     /// through a hash table) proposes a period P; if the P tokens from here on repeat at least
-    /// [`MIN_RUN`] more events, they become a run, else the event is stored alone.
+    /// [`MIN_RUN`] (and at least P) more events, they become a run, else the event is stored
+    /// alone. Events inside a run are not entered into the hash table.
     pub fn finish(&mut self) {
-        self.seen.clear();
-        self.seen.resize(1 << SEEN_BITS, 0);
-        let tokens = std::mem::take(&mut self.tokens);
-        let n = tokens.len();
-        let mut i = 0;
-        while i < n {
-            let bucket = (tokens[i].hash() >> (64 - SEEN_BITS)) as usize;
-            let prev = std::mem::replace(&mut self.seen[bucket], i as u32 + 1) as usize;
-            if prev != 0 && i + 1 - prev <= MAX_PERIOD && tokens[prev - 1] == tokens[i] {
-                let p = i + 1 - prev;
-                let repeats = (i + p..n)
-                    .take_while(|&j| tokens[j] == tokens[j - p])
-                    .count();
-                if repeats >= MIN_RUN.max(p) {
-                    put_varint(&mut self.columns[3], p as u64);
-                    put_varint(&mut self.columns[3], repeats as u64);
-                    for (k, t) in tokens[i..i + p].iter().enumerate() {
-                        self.put_token(t, k == 0);
-                    }
-                    let ops = &mut self.columns[0];
-                    let body = ops.len() - p;
-                    ops[body] &= !RUN_FLAG;
-                    for j in 0..repeats {
-                        let op = ops[body + j];
-                        ops.push(op);
-                    }
-                    ops[body] |= RUN_FLAG;
-                    i += p + repeats;
-                    continue;
-                }
-            }
-            self.put_token(&tokens[i], false);
-            i += 1;
+        if self.committed {
+            self.end_committed_run();
         }
-        self.tokens = tokens;
+        self.search(true);
+        debug_assert!(self.d == self.n && self.cand == 0);
+        if self.detect_pcs && !self.saw_pc {
+            // The tokens of accesses without code positions are the same either way (position
+            // 0); only the `pcs` column, all zeros, goes.
+            self.columns[2].clear();
+        }
     }
 
-    /// Stores one token (the inverse of `read_token`).
-    fn put_token(&mut self, t: &Token, starts_run: bool) {
-        let info = OPS[t.code as usize];
-        self.columns[0].push(t.code | if starts_run { RUN_FLAG } else { 0 });
-        let [_, addrs, pcs, args] = &mut self.columns;
-        match info.kind {
-            EventKind::Load
-            | EventKind::Store
-            | EventKind::AtomicRmw
-            | EventKind::Modify
-            | EventKind::Fetch => {
-                put_varint(addrs, zigzag(t.addr));
-                if info.size == 0 {
-                    put_varint(args, t.a);
+    /// Ends the committed run at the current token (`n`, the first that differs or the end of
+    /// the chunk).
+    fn end_committed_run(&mut self) {
+        let p = self.cand;
+        let body = self.body;
+        // The run's tokens after the commit are not in the ring, and need not be: the search
+        // reads the ring only at decision points (single events and run starts, never inside
+        // a run) and at tokens pushed after them.
+        self.put_run(&body[..p], self.n - self.d - p);
+        self.d = self.n;
+        self.cand = 0;
+        self.committed = false;
+        self.drop_templates();
+    }
+
+    /// Advances the greedy search over the pushed tokens as far as they allow; with `last`,
+    /// no more tokens come.
+    fn search(&mut self, last: bool) {
+        loop {
+            let d = self.d;
+            if self.cand == 0 {
+                if d >= self.n {
+                    return;
                 }
-                if self.has_pcs {
-                    put_varint(pcs, zigzag(t.pc));
+                let t = self.ring[d % RING];
+                if !self.propose(d, &t) {
+                    self.put_single(d, &t);
                 }
+                continue;
             }
-            EventKind::Advance => {
-                put_varint(args, t.a);
-                if info.aux == 1 {
-                    put_varint(args, t.b);
-                }
+            let p = self.cand;
+            let mut scan = self.scan;
+            while scan < self.n && self.ring[scan % RING] == self.ring[(scan - p) % RING] {
+                scan += 1;
             }
-            EventKind::BarrierEnter | EventKind::LockAcquire | EventKind::RegionBegin => {
+            self.scan = scan;
+            let repeats = scan.saturating_sub(d + p);
+            if scan < self.n || last {
+                // The candidate's repeats are known.
+                if repeats >= min_repeats(p) {
+                    let mut body = [Token::default(); MAX_PERIOD];
+                    for (k, b) in body[..p].iter_mut().enumerate() {
+                        *b = self.ring[(d + k) % RING];
+                    }
+                    self.put_run(&body[..p], repeats);
+                    self.d = d + p + repeats;
+                    self.cand = 0;
+                } else {
+                    self.cand = 0;
+                    let t = self.ring[d % RING];
+                    self.put_single(d, &t);
+                }
+                continue;
+            }
+            if repeats >= min_repeats(p) {
+                // A run whatever comes next: keep its body and let `push_slice` extend it.
+                for k in 0..p {
+                    self.body[k] = self.ring[(d + k) % RING];
+                }
+                self.committed = true;
+                self.make_templates();
+            }
+            return;
+        }
+    }
+
+    /// The search's step at a new current event `d` (token `t`): enters it into the hash
+    /// table and, if the previous event with an equal token is at most [`MAX_PERIOD`] back,
+    /// makes the distance the candidate period. Returns whether it did.
+    #[inline(always)]
+    fn propose(&mut self, d: usize, t: &Token) -> bool {
+        let bucket = (t.hash() >> (64 - SEEN_BITS)) as usize;
+        let prev = std::mem::replace(&mut self.seen[bucket], d as u32 + 1) as usize;
+        if prev != 0 && d + 1 - prev <= MAX_PERIOD && self.ring[(prev - 1) % RING] == *t {
+            self.cand = d + 1 - prev;
+            self.scan = d + self.cand;
+            return true;
+        }
+        false
+    }
+
+    /// Stores token `d` (`t`) alone and moves the search to the next one.
+    #[inline(always)]
+    fn put_single(&mut self, d: usize, t: &Token) {
+        put_token(&mut self.columns, self.use_pcs, t, false);
+        self.d = d + 1;
+    }
+
+    /// Stores a run of `body` followed by `repeats` repeated events.
+    fn put_run(&mut self, body: &[Token], repeats: usize) {
+        let p = body.len();
+        put_varint(&mut self.columns[3], p as u64);
+        put_varint(&mut self.columns[3], repeats as u64);
+        for (k, t) in body.iter().enumerate() {
+            put_token(&mut self.columns, self.use_pcs, t, k == 0);
+        }
+        // The repeats' op bytes are the body's, cyclically: copy the ones written so far
+        // (doubling) rather than pushing byte by byte.
+        let ops = &mut self.columns[0];
+        let start = ops.len() - p;
+        ops[start] &= !RUN_FLAG;
+        let end = ops.len() + repeats;
+        ops.reserve(repeats);
+        while ops.len() < end {
+            let copy = (ops.len() - start).min(end - ops.len());
+            ops.extend_from_within(start..start + copy);
+        }
+        ops[start] |= RUN_FLAG;
+    }
+}
+
+/// Op code of `Advance` without FLOPs (with FLOPs it is this + 1; accesses are below it).
+const ADVANCE_CODE: u8 = 30;
+const _: () = assert!(ADVANCE_CODE == 30 + 2 * (EventKind::Advance as u8 - 5));
+
+/// Stores one token (the inverse of `read_token`); `pcs` says whether the chunk has a `pcs`
+/// column.
+fn put_token(columns: &mut [Vec<u8>; COLUMN_COUNT], pcs: bool, t: &Token, starts_run: bool) {
+    let info = OPS[t.code as usize];
+    let [ops, addrs, pc_col, args] = columns;
+    ops.push(t.code | if starts_run { RUN_FLAG } else { 0 });
+    match info.kind {
+        EventKind::Load
+        | EventKind::Store
+        | EventKind::AtomicRmw
+        | EventKind::Modify
+        | EventKind::Fetch => {
+            put_varint(addrs, zigzag(t.addr));
+            if info.size == 0 {
                 put_varint(args, t.a);
+            }
+            if pcs {
+                put_varint(pc_col, zigzag(t.pc));
+            }
+        }
+        EventKind::Advance => {
+            put_varint(args, t.a);
+            if info.aux == 1 {
                 put_varint(args, t.b);
             }
-            EventKind::BarrierLeave
-            | EventKind::LockRelease
-            | EventKind::RegionEnd
-            | EventKind::ThreadCreate
-            | EventKind::ThreadJoin => put_varint(args, t.a),
-            EventKind::ThreadStart | EventKind::ThreadExit => {}
-            EventKind::Alloc => {
-                put_varint(addrs, zigzag(t.addr));
-                put_varint(args, t.a);
-                if info.aux == 1 {
-                    put_varint(args, t.b);
-                }
-            }
-            EventKind::Free => put_varint(addrs, zigzag(t.addr)),
         }
+        EventKind::BarrierEnter | EventKind::LockAcquire | EventKind::RegionBegin => {
+            put_varint(args, t.a);
+            put_varint(args, t.b);
+        }
+        EventKind::BarrierLeave
+        | EventKind::LockRelease
+        | EventKind::RegionEnd
+        | EventKind::ThreadCreate
+        | EventKind::ThreadJoin => put_varint(args, t.a),
+        EventKind::ThreadStart | EventKind::ThreadExit => {}
+        EventKind::Alloc => {
+            put_varint(addrs, zigzag(t.addr));
+            put_varint(args, t.a);
+            if info.aux == 1 {
+                put_varint(args, t.b);
+            }
+        }
+        EventKind::Free => put_varint(addrs, zigzag(t.addr)),
     }
 }
 
@@ -837,6 +1371,7 @@ fn decode_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn zigzag_roundtrips_extremes() {
@@ -1051,6 +1586,131 @@ mod tests {
         let events = loops();
         for cut in (2990..3003).chain([events.len() - 1]) {
             roundtrip(&events[..cut], true);
+        }
+    }
+
+    /// The greedy whole-chunk run search the streaming encoder must match (format version 1's
+    /// first encoder, kept as the reference): tokens of all events first, then runs.
+    fn reference_columns(events: &[Event], has_pcs: bool) -> [Vec<u8>; COLUMN_COUNT] {
+        let mut st = State::default();
+        let tokens: Vec<Token> = events.iter().map(|e| st.token(e, has_pcs)).collect();
+        let mut cols: [Vec<u8>; COLUMN_COUNT] = Default::default();
+        let mut seen = vec![0u32; 1 << SEEN_BITS];
+        let (n, mut i) = (tokens.len(), 0);
+        while i < n {
+            let bucket = (tokens[i].hash() >> (64 - SEEN_BITS)) as usize;
+            let prev = std::mem::replace(&mut seen[bucket], i as u32 + 1) as usize;
+            if prev != 0 && i + 1 - prev <= MAX_PERIOD && tokens[prev - 1] == tokens[i] {
+                let p = i + 1 - prev;
+                let repeats = (i + p..n)
+                    .take_while(|&j| tokens[j] == tokens[j - p])
+                    .count();
+                if repeats >= MIN_RUN.max(p) {
+                    put_varint(&mut cols[3], p as u64);
+                    put_varint(&mut cols[3], repeats as u64);
+                    for (k, t) in tokens[i..i + p].iter().enumerate() {
+                        put_token(&mut cols, has_pcs, t, k == 0);
+                    }
+                    let body = cols[0].len() - p;
+                    cols[0][body] &= !RUN_FLAG;
+                    for j in 0..repeats {
+                        let op = cols[0][body + j];
+                        cols[0].push(op);
+                    }
+                    cols[0][body] |= RUN_FLAG;
+                    i += p + repeats;
+                    continue;
+                }
+            }
+            put_token(&mut cols, has_pcs, &tokens[i], false);
+            i += 1;
+        }
+        cols
+    }
+
+    /// Loop-shaped streams with perturbations: periods up to past MAX_PERIOD, code positions
+    /// that recur or drift, heap events and sync events in bodies.
+    fn loopy_events() -> impl Strategy<Value = Vec<Event>> {
+        let item = (0u8..12, 0u64..4, 0u64..3, 0u64..3);
+        let body = proptest::collection::vec(item, 1..70);
+        let part = (body, 0usize..40, 0u32..50, any::<bool>());
+        proptest::collection::vec(part, 1..6).prop_map(|parts| {
+            let mut v = Vec::new();
+            for (body, reps, noise, drift) in parts {
+                for it in 0..reps as u64 {
+                    for (j, &(k, stride, x, pcx)) in body.iter().enumerate() {
+                        let bump =
+                            u64::from(noise != 0 && (it * 7 + j as u64) % 97 == noise as u64);
+                        let addr = 0x1000 + stride * 8 * it + bump;
+                        let pc = 0x400 + 4 * pcx + if drift { it } else { 0 };
+                        let access = |kind| {
+                            Event::Access(Access {
+                                kind,
+                                size: [8, 4, 3][x as usize],
+                                addr,
+                                pc: CodePos::new(if k == 4 { 0 } else { pc }),
+                            })
+                        };
+                        v.push(match k {
+                            0..=4 => access(AccessKind::ALL[(k % 5) as usize]),
+                            5..=7 => Event::Advance {
+                                units: x + bump,
+                                flops: x / 2,
+                            },
+                            8 => Event::Alloc {
+                                addr,
+                                size: 64,
+                                site: CodePos::new(x),
+                            },
+                            9 => Event::Free { addr },
+                            10 => Event::BarrierEnter {
+                                barrier: x,
+                                participants: 2,
+                            },
+                            _ => Event::LockAcquire { lock: x, order: it },
+                        });
+                    }
+                }
+            }
+            v
+        })
+    }
+
+    proptest! {
+        /// The streaming encoder writes what the whole-chunk reference writes, however the
+        /// events are split into pushes, in every code position mode.
+        #[test]
+        fn streaming_matches_reference(events in loopy_events(), split in 1usize..300) {
+            for mode in 0..3 {
+                let mut enc = ColumnEncoder::default();
+                match mode {
+                    0 => enc.start(false),
+                    1 => enc.start(true),
+                    _ => enc.start_detecting(),
+                }
+                for part in events.chunks(split) {
+                    enc.push_slice(part);
+                }
+                enc.finish();
+                let any_pc = events
+                    .iter()
+                    .any(|e| matches!(e, Event::Access(a) if a.pc.is_some()));
+                let has_pcs = match mode {
+                    0 => false,
+                    1 => true,
+                    _ => any_pc,
+                };
+                prop_assert_eq!(enc.has_pcs(), has_pcs);
+                prop_assert_eq!(&enc.columns, &reference_columns(&events, has_pcs));
+                prop_assert_eq!(enc.len(), events.len());
+                let cost = 3;
+                let clock = events.iter().fold(0u64, |t, e| match e {
+                    Event::Access(_) => t.wrapping_add(cost),
+                    Event::Advance { units, .. } => t.wrapping_add(*units),
+                    _ => t,
+                });
+                prop_assert_eq!(enc.clock_advance(cost), clock);
+            }
         }
     }
 

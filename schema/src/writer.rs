@@ -1,9 +1,10 @@
 //! Writing traces from many threads at once with bounded memory.
 //!
-//! Each recorded thread gets a [`ThreadWriter`] that buffers at most `chunk_events` events,
-//! encodes and compresses a full buffer on its own thread, and appends the chunk frame to the
-//! shared sink under a short lock. Memory is therefore bounded by threads × chunk size,
-//! whatever the trace length, and encoding scales with the writing threads.
+//! Each recorded thread gets a [`ThreadWriter`] that encodes its events as they come (into
+//! the columns of at most `chunk_events` events, see [`crate::chunk::ChunkEncoder`]),
+//! compresses a full chunk on its own thread, and appends the chunk frame to the shared sink
+//! under a short lock. Memory is therefore bounded by threads × chunk size, whatever the trace
+//! length, and encoding scales with the writing threads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::chunk::{clock_advance, ChunkEncoder};
+use crate::chunk::ChunkEncoder;
 use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::{Event, ThreadId};
 use crate::frame::{write_file_header, write_frame};
@@ -26,6 +27,10 @@ use crate::record::{
 /// Default events per chunk: large enough for LZ4 to find the repeats of a loop, small
 /// enough that a decoded chunk (32 bytes an event) stays around 1 MiB.
 pub const DEFAULT_CHUNK_EVENTS: usize = 32 * 1024;
+
+/// Events [`ThreadWriter::extend`] copies from its iterator at a time: small enough to stay
+/// in the L1 cache with the encoder's state.
+const STAGE_EVENTS: usize = 512;
 
 struct Sink<W: Write> {
     out: W,
@@ -126,7 +131,7 @@ impl<W: Write> TraceWriter<W> {
         Ok(ThreadWriter {
             shared: Arc::clone(&self.shared),
             thread,
-            buf: Vec::with_capacity(self.shared.chunk_events),
+            stage: Vec::new(),
             encoder: ChunkEncoder::default(),
             sequence: 0,
             first_event: 0,
@@ -156,11 +161,20 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
-/// Buffers one thread's events and flushes them as chunks.
+/// Whether `e` is an access of a size readers reject (1..=MAX_ACCESS_BYTES is one unsigned
+/// comparison).
+#[inline(always)]
+fn bad_access(e: &Event) -> bool {
+    matches!(e, Event::Access(a) if a.size.wrapping_sub(1) >= MAX_ACCESS_BYTES)
+}
+
+/// Encodes one thread's events as they come and flushes them as chunks.
 pub struct ThreadWriter<W: Write> {
     shared: Arc<Shared<W>>,
     thread: ThreadId,
-    buf: Vec<Event>,
+    /// Events of an `extend` being copied from its iterator (at most [`STAGE_EVENTS`]), so
+    /// that they are checked and encoded in slices.
+    stage: Vec<Event>,
     encoder: ChunkEncoder,
     sequence: u32,
     first_event: u64,
@@ -177,35 +191,82 @@ impl<W: Write> ThreadWriter<W> {
     /// Appends one event; flushes a chunk when the buffer is full. Accesses must have a size
     /// of 1 ..= [`MAX_ACCESS_BYTES`] (what readers accept).
     pub fn push(&mut self, event: Event) -> Result<()> {
-        if let Event::Access(a) = &event {
-            if a.size == 0 || a.size > MAX_ACCESS_BYTES {
-                return Err(TraceError::new(
+        self.push_slice(std::slice::from_ref(&event))
+    }
+
+    /// Appends many events (as [`push`](Self::push) each, but faster). On an error, the
+    /// events before the failing one have been appended.
+    pub fn extend(&mut self, events: impl IntoIterator<Item = Event>) -> Result<()> {
+        let mut events = events.into_iter();
+        let mut stage = std::mem::take(&mut self.stage);
+        stage.resize(STAGE_EVENTS, Event::ThreadStart);
+        let result = loop {
+            // Internal iteration (`for_each`) into an existing slice: for slice iterators a
+            // plain copy loop, without the `Option` checks of calling `next` per event.
+            let mut filled = 0;
+            let mut bad = false;
+            events.by_ref().take(STAGE_EVENTS).for_each(|e| {
+                // Checked here, while the event is in registers; `push_slice` finds which one.
+                bad |= bad_access(&e);
+                stage[filled] = e;
+                filled += 1;
+            });
+            let result = if bad {
+                self.push_slice(&stage[..filled])
+            } else {
+                self.push_checked(&stage[..filled])
+            };
+            if let Err(e) = result {
+                break Err(e);
+            }
+            if filled < STAGE_EVENTS {
+                break Ok(());
+            }
+        };
+        self.stage = stage;
+        result
+    }
+
+    /// Appends the events of a slice (as [`push`](Self::push) each, but faster). On an error,
+    /// the events before the failing one have been appended.
+    pub fn push_slice(&mut self, all: &[Event]) -> Result<()> {
+        let bad = all.iter().position(bad_access);
+        self.push_checked(&all[..bad.unwrap_or(all.len())])?;
+        match bad {
+            None => Ok(()),
+            Some(i) => {
+                let Event::Access(a) = all[i] else {
+                    unreachable!("only accesses fail the check")
+                };
+                Err(TraceError::new(
                     ErrorKind::Usage,
                     format!(
                         "access of {} bytes at {:#x}: sizes must be 1..={MAX_ACCESS_BYTES}",
                         a.size, a.addr
                     ),
                 )
-                .in_thread(self.thread));
+                .in_thread(self.thread))
             }
         }
-        self.buf.push(event);
-        if self.buf.len() >= self.shared.chunk_events {
-            self.flush_chunk()?;
-        }
-        Ok(())
     }
 
-    /// Appends many events.
-    pub fn extend(&mut self, events: impl IntoIterator<Item = Event>) -> Result<()> {
-        for e in events {
-            self.push(e)?;
+    /// Appends events whose accesses have valid sizes.
+    fn push_checked(&mut self, mut events: &[Event]) -> Result<()> {
+        while !events.is_empty() {
+            let room = self.shared.chunk_events - self.encoder.pending();
+            let (now, rest) = events.split_at(room.min(events.len()));
+            self.encoder.push(now);
+            events = rest;
+            if self.encoder.pending() >= self.shared.chunk_events {
+                self.flush_chunk()?;
+            }
         }
         Ok(())
     }
 
     fn flush_chunk(&mut self) -> Result<()> {
-        if self.buf.is_empty() {
+        let events = self.encoder.pending();
+        if events == 0 {
             return Ok(());
         }
         let meta = ChunkMeta {
@@ -216,16 +277,14 @@ impl<W: Write> ThreadWriter<W> {
             event_count: 0,
             has_code_positions: false,
         };
-        let payload = self.encoder.encode(meta, &self.buf);
+        let advance = self.encoder.pending_clock_advance(self.shared.time_unit);
+        let payload = self.encoder.finish_chunk(meta);
         self.shared
             .append(&payload, true)
             .map_err(|e| e.in_thread(self.thread))?;
         self.sequence += 1;
-        self.first_event += self.buf.len() as u64;
-        self.clock = self
-            .clock
-            .wrapping_add(clock_advance(&self.buf, self.shared.time_unit));
-        self.buf.clear();
+        self.first_event += events as u64;
+        self.clock = self.clock.wrapping_add(advance);
         Ok(())
     }
 
