@@ -39,6 +39,35 @@ pub enum Command {
     Cc(CcArgs),
     /// Run a program built with `cachescope cc` and write its trace.
     Record(RecordArgs),
+    /// Find false sharing: exit 0 when clean, 1 when findings exceed the thresholds.
+    Audit(AuditArgs),
+}
+
+/// `cachescope audit`.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// Machine model (line size, τ, IPC): a preset or a TOML file.
+    #[arg(long, short, default_value = "ivybridge-4c")]
+    pub machine: String,
+    /// Thresholds and prediction settings (TOML; see docs/audit.md).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Accept the findings listed in this file (fingerprints, as written by --write-baseline).
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Write the current findings' fingerprints as a baseline file.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Write SARIF 2.1.0 (for GitHub code scanning and other CI systems).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Source paths in SARIF are made relative to this directory (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub json: JsonArg,
 }
 
 /// `cachescope cc`.
@@ -103,8 +132,29 @@ pub struct SimulateArgs {
     /// Use the complete chunks of a damaged or interrupted trace.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Simulation engine: `exact` (the reference: one event at a time in global order) or
+    /// `parallel` (one worker per simulated core, bound-weave with --slack; see
+    /// docs/parallel-engine.md).
+    #[arg(long, value_enum, default_value = "exact")]
+    pub engine: EngineArg,
+    /// Parallel engine: quantum in time units; a core sees other cores' actions at most this
+    /// late. 1 = closest to the exact engine.
+    #[arg(long, value_name = "N", default_value_t = cachescope_sim::parallel::DEFAULT_SLACK)]
+    pub slack: u64,
+    /// Parallel engine: host threads (default: available cores). Never changes the results.
+    #[arg(long, value_name = "K")]
+    pub threads: Option<usize>,
     #[command(flatten)]
     pub json: JsonArg,
+}
+
+/// `cachescope simulate --engine`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineArg {
+    /// The exact engine.
+    Exact,
+    /// The parallel slack-based engine.
+    Parallel,
 }
 
 /// `cachescope demo`.

@@ -75,6 +75,84 @@ fn simulate_table_and_json() {
 }
 
 #[test]
+fn simulate_parallel_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "stencil", "4");
+    let t = t.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", t, "--json", "-"];
+        args.extend_from_slice(extra);
+        let o = cachescope(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let one = run(&["--engine", "parallel", "--slack", "1", "--threads", "1"]);
+    let two = run(&["--engine", "parallel", "--slack", "1", "--threads", "2"]);
+    assert_eq!(one, two, "--threads changed the report");
+    assert_eq!(
+        one,
+        run(&["--engine", "parallel", "--slack", "1", "--threads", "2"])
+    );
+    let p: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(
+        (p["engine"].as_str(), p["slack"].as_u64()),
+        (Some("parallel"), Some(1))
+    );
+    // The stencil shares no line within one time unit: slack 1 gives the exact counters.
+    let mut e: serde_json::Value = serde_json::from_str(&run(&["--engine", "exact"])).unwrap();
+    let mut p = p;
+    for r in [&mut e, &mut p] {
+        let o = r.as_object_mut().unwrap();
+        o.remove("engine");
+        o.remove("slack");
+    }
+    assert_eq!(e, p);
+    // The default engine is still the exact one.
+    let d: serde_json::Value = serde_json::from_str(&run(&[])).unwrap();
+    assert_eq!(d["engine"], "exact");
+    let o = cachescope(&["simulate", t, "--engine", "parallel", "--slack", "500"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("parallel (slack 500)"));
+}
+
+#[test]
+fn simulate_parallel_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "stream", "2");
+    let t = t.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", t, "--engine", "parallel", "--slack", "0"]),
+        "slack must be at least 1",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", t, "--threads", "2"]),
+        "--engine parallel",
+    );
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            t,
+            "--engine",
+            "parallel",
+            "--machine",
+            "cachegrind",
+        ]),
+        "no parallel engine",
+    );
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            t,
+            "--engine",
+            "parallel",
+            "--set",
+            "levels.L1.write=through",
+        ]),
+        "--engine exact",
+    );
+}
+
+#[test]
 fn simulate_bad_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "stream", "3");

@@ -312,7 +312,10 @@ fn an_openmp_atomic_counter_computes_the_same_with_and_without_the_shim() {
             }
         }
         let critical = per_lock.values().copied().max().unwrap_or(0);
-        assert_eq!(critical, 200_000, "{compiler}: one critical section per iteration");
+        assert_eq!(
+            critical, 200_000,
+            "{compiler}: one critical section per iteration"
+        );
     }
 }
 
@@ -328,7 +331,15 @@ fn addr2line_is_available() {
 fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("lifecycle");
-    cc("gcc", &["-O1", source("lifecycle.c").to_str().unwrap(), "-o", prog.to_str().unwrap()]);
+    cc(
+        "gcc",
+        &[
+            "-O1",
+            source("lifecycle.c").to_str().unwrap(),
+            "-o",
+            prog.to_str().unwrap(),
+        ],
+    );
     let trace = dir.path().join("spin.cstrace");
     let pidfile = dir.path().join("pid");
     let mut child = Command::new(support::cachescope())
@@ -352,7 +363,11 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     run_ok(Command::new("kill").args(["-TERM", &pid.to_string()]));
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + 15), "record reports the program's death by SIGTERM");
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "record reports the program's death by SIGTERM"
+    );
     let report = cachescope_schema::verify_file(&trace).unwrap();
     assert!(report.ok(), "{:?}", report.problem());
     let all = events(&trace);
@@ -364,7 +379,15 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
 fn a_forked_child_does_not_write_into_the_parents_trace() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("lifecycle");
-    cc("gcc", &["-O1", source("lifecycle.c").to_str().unwrap(), "-o", prog.to_str().unwrap()]);
+    cc(
+        "gcc",
+        &[
+            "-O1",
+            source("lifecycle.c").to_str().unwrap(),
+            "-o",
+            prog.to_str().unwrap(),
+        ],
+    );
     let trace = dir.path().join("fork.cstrace");
     let pidfile = dir.path().join("pid");
     let out = record(&trace, &prog, &["fork", pidfile.to_str().unwrap()], 1);
@@ -385,8 +408,22 @@ fn flops_are_counted_and_dlopened_modules_join_the_module_map() {
     for compiler in compilers() {
         let prog = dir.path().join(format!("fd-{compiler}"));
         // No vectorization, so the loop's FLOPs are scalar: one mul and one add per element.
-        let novec = if compiler == "gcc" { "-fno-tree-vectorize" } else { "-fno-vectorize" };
-        cc(compiler, &["-O2", novec, src.to_str().unwrap(), "-o", prog.to_str().unwrap(), "-ldl"]);
+        let novec = if compiler == "gcc" {
+            "-fno-tree-vectorize"
+        } else {
+            "-fno-vectorize"
+        };
+        cc(
+            compiler,
+            &[
+                "-O2",
+                novec,
+                src.to_str().unwrap(),
+                "-o",
+                prog.to_str().unwrap(),
+                "-ldl",
+            ],
+        );
         let trace = dir.path().join(format!("fd-{compiler}.cstrace"));
         let n = 10_000u64;
         let out = record(&trace, &prog, &[&n.to_string()], 1);
@@ -407,7 +444,10 @@ fn flops_are_counted_and_dlopened_modules_join_the_module_map() {
         );
         let t = TraceFile::open(&trace).unwrap();
         assert!(
-            !t.header().modules.iter().any(|m| m.path.contains("libm.so")),
+            !t.header()
+                .modules
+                .iter()
+                .any(|m| m.path.contains("libm.so")),
             "{compiler}: libm is not loaded at start"
         );
         assert!(
@@ -424,7 +464,10 @@ fn memset_and_memcpy_are_recorded_as_ranges() {
     let src = source("memops.c");
     for compiler in compilers() {
         let prog = dir.path().join(format!("mem-{compiler}"));
-        cc(compiler, &["-O2", src.to_str().unwrap(), "-o", prog.to_str().unwrap()]);
+        cc(
+            compiler,
+            &["-O2", src.to_str().unwrap(), "-o", prog.to_str().unwrap()],
+        );
         let trace = dir.path().join(format!("mem-{compiler}.cstrace"));
         let out = record(&trace, &prog, &[], 1);
         let addr = |key: &str| {
@@ -452,9 +495,18 @@ fn memset_and_memcpy_are_recorded_as_ranges() {
         if compiler != "gcc" {
             // gcc 12 expands this memset into inline vector stores after its ThreadSanitizer
             // pass, uninstrumented (docs/tracer.md lists it); clang calls memset.
-            assert!(covered(AccessKind::Store, a, 200), "{compiler}: memset of A");
+            assert!(
+                covered(AccessKind::Store, a, 200),
+                "{compiler}: memset of A"
+            );
         }
-        assert!(covered(AccessKind::Store, p + 1, 200), "{compiler}: memcpy into p");
-        assert!(covered(AccessKind::Load, a, 200), "{compiler}: memcpy from A");
+        assert!(
+            covered(AccessKind::Store, p + 1, 200),
+            "{compiler}: memcpy into p"
+        );
+        assert!(
+            covered(AccessKind::Load, a, 200),
+            "{compiler}: memcpy from A"
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use cachescope_schema::CodePos;
 
 /// A live heap block containing a looked-up address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct HeapBlock {
     /// Start of the block.
     pub base: u64,

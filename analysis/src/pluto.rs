@@ -5,9 +5,10 @@
 //! point: it holds for every interleaving). Per memory block (an aligned cache line) and thread
 //! it counts loads L and stores S, also split by (offset, size):
 //!
-//! * φ̃ (Eq. 1), for threads u, v: `2·[min(S_u, L_v) + min(S_v, L_u)]
-//!   + 2·max(min(S_u − L_v, S_v − L_u), 0) − 1` — the longest alternating sequence of a store of
-//!   one thread and an access of the other, minus the compulsory miss;
+//! * φ̃ (Eq. 1), for threads u, v, is
+//!   `2·[min(S_u, L_v) + min(S_v, L_u)] + 2·max(min(S_u − L_v, S_v − L_u), 0) − 1`: the
+//!   longest alternating sequence of a store of one thread and an access of the other, minus
+//!   the compulsory miss;
 //! * θ̃ (Eq. 2): `2·Σ_{x,y} [min(S_u,xy, L_v,xy) + min(S_v,xy, L_u,xy)]` — accesses of the same
 //!   offset and size by the other thread, taken as data exchange (true sharing);
 //! * φ̃′ = φ̃ − θ̃ (Eq. 3, at least 0): the false-sharing estimate.
@@ -29,6 +30,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use cachescope_schema::{AccessKind, CodePos, Event, ThreadId, TraceError, TraceFile};
 use serde::Serialize;
+
+use crate::heap::{HeapBlock, HeapMap};
 
 /// Which layout of memory into blocks to assume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -102,6 +105,8 @@ pub struct BlockEstimate {
     pub threads: Vec<ThreadId>,
     /// Access counts per thread, code position and kind, in those segments (largest first).
     pub sites: Vec<(SiteKey, u64)>,
+    /// The heap block containing `sample_addr` when the block was first estimated, if any.
+    pub heap: Option<HeapBlock>,
 }
 
 /// Pluto estimates of a trace under one layout.
@@ -188,7 +193,14 @@ impl Estimator {
         }
     }
 
-    fn access(&mut self, thread: ThreadId, kind: AccessKind, addr: u64, size: u32, pc: Option<CodePos>) {
+    fn access(
+        &mut self,
+        thread: ThreadId,
+        kind: AccessKind,
+        addr: u64,
+        size: u32,
+        pc: Option<CodePos>,
+    ) {
         if kind == AccessKind::Fetch {
             return;
         }
@@ -233,7 +245,8 @@ impl Estimator {
     }
 
     /// Ends segment k of every thread: estimates it and adds the transfers from segment k−1.
-    fn end_segment(&mut self) {
+    /// `heap` names heap data as it is live now.
+    fn end_segment(&mut self, heap: &HeapMap) {
         self.segments += 1;
         let mut shared: SharedSet = HashMap::new();
         for (block, b) in self.current.drain() {
@@ -253,17 +266,18 @@ impl Estimator {
                 let e = self.totals.entry(block).or_insert_with(|| BlockEstimate {
                     block: block.wrapping_sub(self.layout.shift),
                     sample_addr: b.first_addr,
+                    heap: heap.lookup(b.first_addr),
                     ..BlockEstimate::default()
                 });
                 e.phi += phi + crossing;
                 e.theta += theta + crossing;
+                for t in &tids {
+                    if !e.threads.contains(t) {
+                        e.threads.push(*t);
+                    }
+                }
                 if phi > 0 {
                     e.segments += 1;
-                    for t in &tids {
-                        if !e.threads.contains(t) {
-                            e.threads.push(*t);
-                        }
-                    }
                     for (k, n) in b.sites {
                         match e.sites.iter_mut().find(|(s, _)| *s == k) {
                             Some((_, m)) => *m += n,
@@ -277,9 +291,9 @@ impl Estimator {
         self.previous = shared;
     }
 
-    fn finish(mut self) -> PlutoReport {
+    fn finish(mut self, heap: &HeapMap) -> PlutoReport {
         if !self.current.is_empty() {
-            self.end_segment();
+            self.end_segment(heap);
         }
         let mut blocks: Vec<BlockEstimate> = self
             .totals
@@ -291,9 +305,7 @@ impl Estimator {
                 e
             })
             .collect();
-        blocks.sort_by(|a, b| {
-            (b.phi_prime, b.phi, a.block).cmp(&(a.phi_prime, a.phi, b.block))
-        });
+        blocks.sort_by(|a, b| (b.phi_prime, b.phi, a.block).cmp(&(a.phi_prime, a.phi, b.block)));
         PlutoReport {
             layout: self.layout,
             segments: self.segments,
@@ -305,8 +317,13 @@ impl Estimator {
 /// Estimates `trace` under each of `layouts` in one pass over the trace.
 ///
 /// The threads are read segment by segment (all threads' k-th segment, then the (k+1)-th), so
-/// memory holds one segment's blocks, not the run's.
-pub fn estimate_trace(trace: &TraceFile, layouts: &[Layout]) -> Result<Vec<PlutoReport>, TraceError> {
+/// memory holds one segment's blocks, not the run's. `heap` follows the trace's allocations
+/// (and is left as it is at the end), so blocks can be named by the heap block they were in.
+pub fn estimate_trace(
+    trace: &TraceFile,
+    layouts: &[Layout],
+    heap: &mut HeapMap,
+) -> Result<Vec<PlutoReport>, TraceError> {
     let mut estimators: Vec<Estimator> = layouts.iter().map(|&l| Estimator::new(l)).collect();
     let ids: Vec<ThreadId> = trace.thread_ids().collect();
     let mut streams = Vec::with_capacity(ids.len());
@@ -336,25 +353,32 @@ pub fn estimate_trace(trace: &TraceFile, layouts: &[Layout]) -> Result<Vec<Pluto
                         any = true;
                         break;
                     }
+                    Some(Ok(Event::Alloc { addr, size, site })) => heap.on_alloc(addr, size, site),
+                    Some(Ok(Event::Free { addr })) => {
+                        heap.on_free(addr);
+                    }
                     Some(Ok(_)) => {}
                 }
             }
         }
         for est in &mut estimators {
-            est.end_segment();
+            est.end_segment(heap);
         }
         if !any || streams.iter().all(|s| s.2) {
             break;
         }
     }
-    Ok(estimators.into_iter().map(Estimator::finish).collect())
+    Ok(estimators.into_iter().map(|e| e.finish(heap)).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn counts(loads: u64, stores: u64, slots: &[((u32, u32), (u64, u64))]) -> ThreadCounts {
+    /// (offset, size) → (loads, stores).
+    type Slot = ((u32, u32), (u64, u64));
+
+    fn counts(loads: u64, stores: u64, slots: &[Slot]) -> ThreadCounts {
         ThreadCounts {
             loads,
             stores,
@@ -380,7 +404,11 @@ mod tests {
     fn eq2_counts_matching_offsets_and_sizes_only() {
         // Figure 4.2-like: thread 1 stores (0,4) twice and (8,4) once; thread 0 loads (0,4)
         // twice and (4,4) once; thread 1 loads (8,4), thread 0 stores (8,4).
-        let t0 = counts(3, 1, &[((0, 4), (2, 0)), ((4, 4), (1, 0)), ((8, 4), (0, 1))]);
+        let t0 = counts(
+            3,
+            1,
+            &[((0, 4), (2, 0)), ((4, 4), (1, 0)), ((8, 4), (0, 1))],
+        );
         let t1 = counts(1, 3, &[((0, 4), (0, 2)), ((8, 4), (1, 1))]);
         // 2·[(min(0,0)+min(2,2)) + (min(1,1)+min(1,0))] = 2·(2 + 1) = 6.
         assert_eq!(theta_pair(&t0, &t1), 6);
@@ -407,7 +435,7 @@ mod tests {
             est.access(1, AccessKind::Modify, 0x1004, 4, None);
             let _ = i;
         }
-        let r = est.finish();
+        let r = est.finish(&HeapMap::new());
         assert_eq!(r.blocks.len(), 1);
         assert_eq!(r.blocks[0].block, 0x1000);
         assert!(r.blocks[0].phi_prime >= 199, "{:?}", r.blocks[0]);
@@ -416,14 +444,14 @@ mod tests {
             padded.access(0, AccessKind::Modify, 0x1000, 4, None);
             padded.access(1, AccessKind::Modify, 0x1040, 4, None);
         }
-        assert!(padded.finish().blocks.is_empty());
+        assert!(padded.finish(&HeapMap::new()).blocks.is_empty());
         // The same accesses with 128-byte lines share a line again: latent false sharing.
         let mut wide = Estimator::new(Layout::recorded(128));
         for _ in 0..100 {
             wide.access(0, AccessKind::Modify, 0x1000, 4, None);
             wide.access(1, AccessKind::Modify, 0x1040, 4, None);
         }
-        assert!(wide.finish().total_phi_prime() > 0);
+        assert!(wide.finish(&HeapMap::new()).total_phi_prime() > 0);
     }
 
     #[test]
@@ -433,7 +461,7 @@ mod tests {
             est.access(0, AccessKind::Store, 0x2000, 8, None);
             est.access(1, AccessKind::Load, 0x2000, 8, None);
         }
-        let r = est.finish();
+        let r = est.finish(&HeapMap::new());
         assert_eq!(r.blocks[0].phi, 99);
         assert_eq!(r.blocks[0].phi_prime, 0, "{:?}", r.blocks[0]);
     }
@@ -442,10 +470,10 @@ mod tests {
     fn transfers_between_segments_count_once_per_shared_block() {
         let mut est = Estimator::new(Layout::recorded(64));
         est.access(0, AccessKind::Store, 0x3000, 8, None);
-        est.end_segment();
+        est.end_segment(&HeapMap::new());
         est.access(1, AccessKind::Load, 0x3000, 8, None);
-        est.end_segment();
-        let r = est.finish();
+        est.end_segment(&HeapMap::new());
+        let r = est.finish(&HeapMap::new());
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
     }

@@ -240,6 +240,9 @@ pub struct SimReport {
     /// Accesses the model cannot simulate (instruction fetches without an instruction
     /// cache).
     pub unsimulated_fetches: u64,
+    /// The parallel engine's quantum in time units (only from that engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slack: Option<u64>,
     /// Cachegrind's events, with the `cachegrind` model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cachegrind: Option<CachegrindReport>,

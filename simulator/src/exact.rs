@@ -912,6 +912,7 @@ impl ExactEngine {
             paths,
             threads: self.threads.clone(),
             unsimulated_fetches: self.unsimulated_fetches,
+            slack: None,
             cachegrind: None,
         };
         r.sum_levels();

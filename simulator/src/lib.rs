@@ -5,6 +5,8 @@
 //! * [`cache`]: one set-associative cache array with its replacement policy;
 //! * [`exact`]: the exact engine — all threads' events in the trace's global order, one at a
 //!   time, through private levels, a coherence directory and shared levels;
+//! * [`parallel`]: the parallel engine — one worker per simulated core for the private levels
+//!   (bound phase), the shared levels and the directory in a deterministic weave step;
 //! * [`cachegrind`]: Cachegrind's own algorithm, for identical I1/D1/LL counts;
 //! * [`counters`]: what the engines count, and the stable JSON report.
 
@@ -15,9 +17,11 @@ pub mod cachegrind;
 pub mod counters;
 pub mod exact;
 pub mod model;
+pub mod parallel;
 pub mod run;
 pub mod shadow;
 
 pub use exact::{ExactEngine, ThreadMapping};
 pub use model::{MachineModel, ModelError};
-pub use run::{simulate_cachegrind, simulate_exact, SimError};
+pub use parallel::{ParallelConfig, ParallelEngine, ParallelError};
+pub use run::{simulate_cachegrind, simulate_exact, simulate_parallel, SimError};

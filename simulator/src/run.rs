@@ -6,6 +6,7 @@ use crate::cachegrind::{CachegrindSim, CgConfig};
 use crate::counters::{CachegrindReport, SimReport};
 use crate::exact::{ExactEngine, MappingError, ThreadMapping};
 use crate::model::MachineModel;
+use crate::parallel::{ParallelConfig, ParallelEngine, ParallelError};
 
 /// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +17,9 @@ pub enum SimError {
     /// Threads cannot be placed on the machine's cores.
     #[error(transparent)]
     Mapping(#[from] MappingError),
+    /// The parallel engine cannot run this model or configuration.
+    #[error(transparent)]
+    Parallel(#[from] ParallelError),
 }
 
 /// Simulates `trace` on `model` with the exact engine.
@@ -31,6 +35,24 @@ pub fn simulate_exact(
         let e = e.map_err(|err| err.at_path(trace.path()))?;
         engine.process(&e);
     }
+    Ok(engine.report())
+}
+
+/// Simulates `trace` on `model` with the parallel engine.
+pub fn simulate_parallel(
+    trace: &TraceFile,
+    model: &MachineModel,
+    mapping: &ThreadMapping,
+    cfg: ParallelConfig,
+) -> Result<SimReport, SimError> {
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let placement = mapping.place(&threads, model.cores)?;
+    let mut engine = ParallelEngine::new(model, &placement, trace.header().time_unit, cfg)?;
+    engine.run(
+        trace
+            .merged()?
+            .map(|e| e.map_err(|err| err.at_path(trace.path()))),
+    )?;
     Ok(engine.report())
 }
 

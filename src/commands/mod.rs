@@ -1,5 +1,6 @@
 //! One module per command; each returns the process exit code.
 
+mod audit;
 mod cc;
 mod demo;
 mod import;
@@ -23,6 +24,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Simulate(args) => simulate::run(&args),
         Command::Cc(args) => cc::run(&args.args),
         Command::Record(args) => record::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Import(ImportCommand::Lackey {
             input,
             output,

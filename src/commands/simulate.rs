@@ -8,9 +8,12 @@ use cachescope_schema::{OpenOptions, TraceFile};
 use cachescope_sim::cachegrind::{CgConfig, CgGeometry};
 use cachescope_sim::counters::SimReport;
 use cachescope_sim::model::LevelConfig;
-use cachescope_sim::{simulate_cachegrind, simulate_exact, MachineModel, ThreadMapping};
+use cachescope_sim::{
+    simulate_cachegrind, simulate_exact, simulate_parallel, MachineModel, ParallelConfig,
+    ThreadMapping,
+};
 
-use crate::cli::SimulateArgs;
+use crate::cli::{EngineArg, SimulateArgs};
 use crate::output::{thousands, write_json};
 
 /// Runs `cachescope simulate`.
@@ -33,12 +36,29 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     if let Some(d) = trace.damage() {
         eprintln!("warning: {d}; simulating the complete chunks before it");
     }
+    if a.engine == EngineArg::Exact && a.threads.is_some() {
+        bail!("--threads is an option of --engine parallel");
+    }
     let report = if cachegrind {
+        if a.engine == EngineArg::Parallel {
+            bail!("--machine cachegrind runs Cachegrind's algorithm; it has no parallel engine");
+        }
         let cfg = cachegrind_config(&mut model, a)?;
         simulate_cachegrind(&trace, &model, cfg)?
     } else {
         let mapping = ThreadMapping::parse(&a.map)?;
-        simulate_exact(&trace, &model, &mapping)?
+        match a.engine {
+            EngineArg::Exact => simulate_exact(&trace, &model, &mapping)?,
+            EngineArg::Parallel => {
+                let cfg = ParallelConfig {
+                    slack: a.slack,
+                    threads: a
+                        .threads
+                        .unwrap_or_else(|| ParallelConfig::default().threads),
+                };
+                simulate_parallel(&trace, &model, &mapping, cfg)?
+            }
+        }
     };
     match &a.json.json {
         Some(to) => write_json(&report, to)?,
@@ -99,7 +119,14 @@ pub fn render(trace: &str, r: &SimReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "trace    {trace}");
     let _ = writeln!(o, "machine  {}", r.machine);
-    let _ = writeln!(o, "engine   {}\n", r.engine);
+    match r.slack {
+        Some(slack) => {
+            let _ = writeln!(o, "engine   {} (slack {slack})\n", r.engine);
+        }
+        None => {
+            let _ = writeln!(o, "engine   {}\n", r.engine);
+        }
+    }
     if let Some(cg) = &r.cachegrind {
         let e = &cg.events;
         let _ = writeln!(

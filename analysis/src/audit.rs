@@ -1,0 +1,531 @@
+//! The false-sharing audit: Pluto estimates under the recorded layout and under predicted ones,
+//! grouped by data object and code-position pair, named through the symbolizer, with a cost
+//! estimate and a verdict against thresholds.
+
+use std::collections::BTreeMap;
+
+use cachescope_schema::{CodePos, ThreadId, TraceError, TraceFile};
+use serde::{Deserialize, Serialize};
+
+use crate::heap::HeapMap;
+use crate::pluto::{estimate_trace, BlockEstimate, Layout, PlutoReport, SiteKey};
+use crate::symbols::{DataObject, Symbolizer};
+
+/// Audit settings (`audit.toml`; every field optional).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// A data object is a finding when its estimated false-sharing events reach this ...
+    pub min_events: u64,
+    /// ... and their estimated cost reaches this share of a thread's time (0..1). Below it,
+    /// false sharing is left alone: a few events at chunk or region borders cost little, and
+    /// the share does not grow with the input size the way an event count does.
+    pub min_time_share: f64,
+    /// Cost of one false-sharing event in cycles (τ); the machine model's value when unset.
+    pub penalty_cycles: Option<f64>,
+    /// Line sizes to predict with, besides the machine's.
+    pub predict_line_sizes: Vec<u64>,
+    /// Alignment shifts (bytes) to predict with at the machine's line size: every multiple of
+    /// this below the line size (0: no shift prediction).
+    pub predict_shift_step: u64,
+    /// Whether latent findings (only under a predicted layout) fail the audit.
+    pub fail_on_latent: bool,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            min_events: 1000,
+            min_time_share: 0.2,
+            penalty_cycles: None,
+            predict_line_sizes: vec![32, 128],
+            predict_shift_step: 8,
+            fail_on_latent: false,
+        }
+    }
+}
+
+/// What kind of problem a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// False sharing with the recorded layout and line size.
+    FalseSharing,
+    /// Only under another line size or alignment: the recorded layout happens to hide it.
+    LatentFalseSharing,
+}
+
+/// One code position with its source location.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Site {
+    /// The thread.
+    pub thread: ThreadId,
+    /// Code position.
+    pub pc: Option<CodePos>,
+    /// Whether it stores.
+    pub store: bool,
+    /// Accesses counted.
+    pub count: u64,
+    /// Function, if known.
+    pub function: Option<String>,
+    /// Source file, if known.
+    pub file: Option<String>,
+    /// Source line, if known.
+    pub line: Option<u32>,
+}
+
+/// A named data object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ObjectName {
+    /// Human name: a global symbol, `heap block from f (file:line)`, or an address.
+    pub name: String,
+    /// `global`, `heap` or `unknown`.
+    pub kind: &'static str,
+}
+
+/// One finding: a data object with false sharing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Recorded or latent.
+    pub kind: FindingKind,
+    /// The data object.
+    pub object: ObjectName,
+    /// Layout under which it shows (the recorded one for `false_sharing`).
+    pub layout: Layout,
+    /// Estimated false-sharing events (Σ φ̃′ over the object's blocks).
+    pub events: u64,
+    /// Worst-case coherence events (Σ φ̃).
+    pub worst_case_events: u64,
+    /// Possible data exchanges (Σ θ̃).
+    pub exchanges: u64,
+    /// Cache lines of the object involved.
+    pub lines: usize,
+    /// Byte offsets of the involved lines from the object's start (globals and heap blocks).
+    pub offsets: Vec<u64>,
+    /// Threads involved.
+    pub threads: Vec<ThreadId>,
+    /// The storing site with the most accesses (the writer).
+    pub writer: Option<Site>,
+    /// The most frequent site of another thread on the same lines (the victim).
+    pub victim: Option<Site>,
+    /// Estimated cost: events × τ, in cycles.
+    pub cost_cycles: f64,
+    /// Largest share of one thread's time that cost represents (0..1; 0 when unknown): the
+    /// thread's share of the cost over its compute time plus that share.
+    pub time_share: f64,
+    /// Estimated events per 1000 time units (instructions) of the threads involved: the
+    /// intensity, independent of how long the program ran.
+    pub events_per_kilo_unit: f64,
+    /// Whether it exceeds the thresholds (false after a baseline accepted it).
+    pub exceeds: bool,
+    /// What to do about it.
+    pub suggestion: String,
+    /// Stable identity for baselines and SARIF (object + sites, not addresses).
+    pub fingerprint: String,
+}
+
+/// The audit's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    /// Settings used.
+    pub config: AuditConfig,
+    /// Line size of the machine.
+    pub line_size: u64,
+    /// τ used, cycles.
+    pub penalty_cycles: f64,
+    /// Barrier segments.
+    pub segments: u64,
+    /// Findings, most costly first.
+    pub findings: Vec<Finding>,
+    /// Data objects with mostly true sharing (data exchanged between threads): not findings,
+    /// listed so the report says why they are not flagged.
+    pub true_sharing: Vec<TrueSharing>,
+}
+
+/// A data object whose coherence traffic is data exchange.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrueSharing {
+    /// The data object.
+    pub object: ObjectName,
+    /// Possible data exchanges (Σ θ̃).
+    pub exchanges: u64,
+    /// Estimated false-sharing events left after subtracting them (Σ φ̃′).
+    pub false_events: u64,
+    /// Threads involved.
+    pub threads: Vec<ThreadId>,
+}
+
+impl AuditReport {
+    /// Whether the audit fails (a non-baselined finding exceeds the thresholds).
+    pub fn fails(&self) -> bool {
+        self.findings.iter().any(|f| {
+            f.exceeds && (f.kind == FindingKind::FalseSharing || self.config.fail_on_latent)
+        })
+    }
+}
+
+/// Machine facts the audit needs.
+#[derive(Debug, Clone, Copy)]
+pub struct AuditMachine {
+    /// Cache line size.
+    pub line_size: u64,
+    /// τ in cycles.
+    pub penalty_cycles: f64,
+    /// Instructions per cycle (to turn a thread's instruction count into cycles).
+    pub ipc: f64,
+}
+
+/// Runs the audit on `trace`.
+pub fn audit(
+    trace: &TraceFile,
+    machine: AuditMachine,
+    config: &AuditConfig,
+) -> Result<AuditReport, TraceError> {
+    let line = machine.line_size;
+    let mut layouts = vec![Layout::recorded(line)];
+    for &l in &config.predict_line_sizes {
+        if l != line && l.is_power_of_two() {
+            layouts.push(Layout::recorded(l));
+        }
+    }
+    if config.predict_shift_step > 0 {
+        let mut s = config.predict_shift_step;
+        while s < line {
+            layouts.push(Layout {
+                line_size: line,
+                shift: s,
+            });
+            s += config.predict_shift_step;
+        }
+    }
+    let mut heap = HeapMap::new();
+    let reports = estimate_trace(trace, &layouts, &mut heap)?;
+    let mut symbols = Symbolizer::new(trace.modules());
+    let thread_cycles: BTreeMap<ThreadId, f64> = trace
+        .trailer()
+        .map(|t| {
+            t.threads
+                .iter()
+                .map(|x| (x.thread, x.end_time as f64 / machine.ipc.max(1e-9)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let thread_units: BTreeMap<ThreadId, f64> = trace
+        .trailer()
+        .map(|t| {
+            t.threads
+                .iter()
+                .map(|x| (x.thread, x.end_time as f64))
+                .collect()
+        })
+        .unwrap_or_default();
+    let penalty = config.penalty_cycles.unwrap_or(machine.penalty_cycles);
+
+    let recorded = group(&reports[0], &mut symbols);
+    let mut findings = Vec::new();
+    for (object, blocks) in &recorded {
+        let f = finding(
+            FindingKind::FalseSharing,
+            object,
+            reports[0].layout,
+            blocks,
+            &mut symbols,
+            penalty,
+            &thread_cycles,
+            &thread_units,
+            config,
+        );
+        if f.exceeds {
+            findings.push(f);
+        }
+    }
+    let true_sharing = true_sharing(&reports[0], &mut symbols, config);
+    // Latent: objects clean (below the event threshold) under the recorded layout, above it
+    // under some predicted layout; the worst predicted layout is reported.
+    let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
+    for report in &reports[1..] {
+        for (object, blocks) in group(report, &mut symbols) {
+            let recorded_events = recorded
+                .get(&object)
+                .map_or(0, |b| b.iter().map(|x| x.phi_prime).sum::<u64>());
+            if recorded_events >= config.min_events {
+                continue;
+            }
+            let f = finding(
+                FindingKind::LatentFalseSharing,
+                &object,
+                report.layout,
+                &blocks,
+                &mut symbols,
+                penalty,
+                &thread_cycles,
+                &thread_units,
+                config,
+            );
+            if !f.exceeds {
+                continue;
+            }
+            // The worst layout; on a tie the one with the machine's line size (a placement
+            // problem of this machine) before other line sizes.
+            let rank = |x: &Finding| (x.events, x.layout.line_size == line);
+            let better = latent.get(&object).is_none_or(|g| rank(&f) > rank(g));
+            if better {
+                latent.insert(object, f);
+            }
+        }
+    }
+    findings.extend(latent.into_values());
+    findings.sort_by(|a, b| {
+        (
+            b.exceeds,
+            b.kind == FindingKind::FalseSharing,
+            b.events,
+            &a.object.name,
+        )
+            .cmp(&(
+                a.exceeds,
+                a.kind == FindingKind::FalseSharing,
+                a.events,
+                &b.object.name,
+            ))
+    });
+    Ok(AuditReport {
+        config: config.clone(),
+        line_size: line,
+        penalty_cycles: penalty,
+        segments: reports[0].segments,
+        findings,
+        true_sharing,
+    })
+}
+
+/// Objects whose possible data exchanges reach the reporting threshold while their false
+/// sharing estimate stays below it.
+fn true_sharing(
+    report: &PlutoReport,
+    symbols: &mut Symbolizer,
+    config: &AuditConfig,
+) -> Vec<TrueSharing> {
+    let mut by_object: BTreeMap<ObjectName, TrueSharing> = BTreeMap::new();
+    for b in report.blocks.iter().filter(|b| b.theta > 0) {
+        let name = object_name(b, symbols);
+        let e = by_object
+            .entry(name.clone())
+            .or_insert_with(|| TrueSharing {
+                object: name,
+                exchanges: 0,
+                false_events: 0,
+                threads: Vec::new(),
+            });
+        e.exchanges += b.theta;
+        e.false_events += b.phi_prime;
+        e.threads.extend(b.threads.iter().copied());
+    }
+    let mut out: Vec<TrueSharing> = by_object
+        .into_values()
+        .filter(|t| t.exchanges >= config.min_events && t.false_events < config.min_events)
+        .map(|mut t| {
+            t.threads.sort_unstable();
+            t.threads.dedup();
+            t
+        })
+        .collect();
+    out.sort_by(|a, b| b.exchanges.cmp(&a.exchanges).then(a.object.cmp(&b.object)));
+    out
+}
+
+/// Groups a report's blocks by the data object they belong to.
+fn group(
+    report: &PlutoReport,
+    symbols: &mut Symbolizer,
+) -> BTreeMap<ObjectName, Vec<BlockEstimate>> {
+    let mut out: BTreeMap<ObjectName, Vec<BlockEstimate>> = BTreeMap::new();
+    for b in &report.blocks {
+        if b.phi_prime == 0 {
+            continue;
+        }
+        let name = object_name(b, symbols);
+        out.entry(name).or_default().push(b.clone());
+    }
+    out
+}
+
+fn object_name(b: &BlockEstimate, symbols: &mut Symbolizer) -> ObjectName {
+    if let Some(h) = &b.heap {
+        return ObjectName {
+            name: symbols.heap_block_name(h),
+            kind: "heap",
+        };
+    }
+    match symbols.data(b.sample_addr) {
+        Some(DataObject::Global { name, .. }) => ObjectName {
+            name: name.to_string(),
+            kind: "global",
+        },
+        _ => ObjectName {
+            name: format!("memory at {:#x}", b.block),
+            kind: "unknown",
+        },
+    }
+}
+
+/// Start address of the object containing the block (for offsets).
+fn object_base(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<u64> {
+    if let Some(h) = &b.heap {
+        return Some(h.base);
+    }
+    match symbols.data(b.sample_addr) {
+        Some(DataObject::Global { offset, .. }) => Some(b.sample_addr - offset),
+        _ => None,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding(
+    kind: FindingKind,
+    object: &ObjectName,
+    layout: Layout,
+    blocks: &[BlockEstimate],
+    symbols: &mut Symbolizer,
+    penalty: f64,
+    thread_cycles: &BTreeMap<ThreadId, f64>,
+    thread_units: &BTreeMap<ThreadId, f64>,
+    config: &AuditConfig,
+) -> Finding {
+    let events: u64 = blocks.iter().map(|b| b.phi_prime).sum();
+    let worst: u64 = blocks.iter().map(|b| b.phi).sum();
+    let exchanges: u64 = blocks.iter().map(|b| b.theta).sum();
+    let mut threads: Vec<ThreadId> = blocks.iter().flat_map(|b| b.threads.clone()).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut sites: BTreeMap<SiteKey, u64> = BTreeMap::new();
+    for b in blocks {
+        for (k, n) in &b.sites {
+            *sites.entry(*k).or_default() += n;
+        }
+    }
+    let mut ranked: Vec<(SiteKey, u64)> = sites.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let writer_key = ranked.iter().find(|(k, _)| k.store).copied();
+    let victim_key =
+        writer_key.and_then(|(w, _)| ranked.iter().find(|(k, _)| k.thread != w.thread).copied());
+    let mut site = |key: Option<(SiteKey, u64)>| {
+        key.map(|(k, n)| {
+            let loc = k.pc.and_then(|pc| symbols.code_pos(pc));
+            Site {
+                thread: k.thread,
+                pc: k.pc,
+                store: k.store,
+                count: n,
+                function: loc.as_ref().and_then(|l| l.function.clone()),
+                file: loc.as_ref().and_then(|l| l.file.clone()),
+                line: loc.as_ref().and_then(|l| l.line),
+            }
+        })
+    };
+    let writer = site(writer_key);
+    let victim = site(victim_key);
+    let mut offsets: Vec<u64> = blocks
+        .iter()
+        .filter_map(|b| object_base(b, symbols).map(|base| b.block.saturating_sub(base)))
+        .collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets.truncate(16);
+    let cost_cycles = events as f64 * penalty;
+    // Each event delays one of the threads involved; spread evenly, the share of the busiest
+    // thread's time is cost / threads / its cycles.
+    let per_thread = cost_cycles / threads.len().max(1) as f64;
+    let time_share = threads
+        .iter()
+        .filter_map(|t| thread_cycles.get(t))
+        .filter(|&&c| c > 0.0)
+        .map(|c| per_thread / (c + per_thread))
+        .fold(0.0, f64::max);
+    let involved_units: f64 = threads.iter().filter_map(|t| thread_units.get(t)).sum();
+    let events_per_kilo_unit = if involved_units > 0.0 {
+        events as f64 * 1000.0 / involved_units
+    } else {
+        0.0
+    };
+    let exceeds = events >= config.min_events && time_share >= config.min_time_share;
+    let suggestion = suggestion(kind, object, layout, threads.len());
+    let fingerprint = fingerprint(kind, object, writer.as_ref(), victim.as_ref());
+    Finding {
+        kind,
+        object: object.clone(),
+        layout,
+        events,
+        worst_case_events: worst,
+        exchanges,
+        lines: blocks.len(),
+        offsets,
+        threads,
+        writer,
+        victim,
+        cost_cycles,
+        time_share,
+        events_per_kilo_unit,
+        exceeds,
+        suggestion,
+        fingerprint,
+    }
+}
+
+fn suggestion(kind: FindingKind, object: &ObjectName, layout: Layout, threads: usize) -> String {
+    match kind {
+        FindingKind::FalseSharing => format!(
+            "{threads} threads write disjoint bytes of the same {}-byte lines of {}: give each \
+             thread's part its own line (pad per-thread elements to {} bytes, e.g. \
+             alignas({})), or hand out larger contiguous chunks per thread (bigger schedule \
+             chunk size)",
+            layout.line_size, object.name, layout.line_size, layout.line_size
+        ),
+        FindingKind::LatentFalseSharing => {
+            if layout.shift > 0 {
+                format!(
+                    "no false sharing with the recorded placement, but with {} shifted by {} \
+                     bytes its per-thread parts would share {}-byte lines: align the object \
+                     (alignas({})) so the layout does not depend on where it lands",
+                    object.name, layout.shift, layout.line_size, layout.line_size
+                )
+            } else {
+                format!(
+                    "no false sharing with the recorded line size, but with {}-byte lines the \
+                     per-thread parts of {} share lines: pad them to {} bytes to be safe on \
+                     such machines",
+                    layout.line_size, object.name, layout.line_size
+                )
+            }
+        }
+    }
+}
+
+/// A stable fingerprint: FNV-1a over kind, object name and the sites' function/file/line
+/// (never addresses, which change between runs).
+fn fingerprint(
+    kind: FindingKind,
+    object: &ObjectName,
+    w: Option<&Site>,
+    v: Option<&Site>,
+) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |s: &str| {
+        for b in s.bytes().chain(std::iter::once(0)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(match kind {
+        FindingKind::FalseSharing => "fs",
+        FindingKind::LatentFalseSharing => "latent",
+    });
+    eat(&object.name);
+    for s in [w, v].into_iter().flatten() {
+        eat(s.function.as_deref().unwrap_or(""));
+        let file = s.file.as_deref().unwrap_or("");
+        eat(file.rsplit('/').next().unwrap_or(file));
+        eat(&s.line.map_or(String::new(), |l| l.to_string()));
+    }
+    format!("{h:016x}")
+}

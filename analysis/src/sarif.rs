@@ -1,0 +1,145 @@
+//! SARIF 2.1.0 output of the false-sharing audit, in the shape GitHub code scanning accepts:
+//! stable rule ids with descriptions, repo-relative `artifactLocation.uri` against
+//! `%SRCROOT%`, `region.startLine`, the other thread's access as a related location, and
+//! `partialFingerprints` that do not depend on addresses.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::audit::{AuditReport, Finding, FindingKind, Site};
+use crate::symbols::relative_path;
+
+/// Rule id of recorded false sharing.
+pub const RULE_FALSE_SHARING: &str = "CS0001";
+/// Rule id of latent false sharing (only under a predicted layout).
+pub const RULE_LATENT: &str = "CS0002";
+
+fn rules() -> Value {
+    json!([
+        {
+            "id": RULE_FALSE_SHARING,
+            "name": "FalseSharing",
+            "shortDescription": { "text": "Threads write disjoint data in the same cache line" },
+            "fullDescription": { "text": "Two or more threads access different bytes of the same cache lines and at least one writes, so the line moves between their caches although no data is exchanged (false sharing). Estimated by cachescope from the recorded accesses (worst-case Pluto estimate minus possible data exchanges) per barrier segment." },
+            "help": { "text": "Give each thread's data its own cache line: pad per-thread elements to the line size or align them (alignas(64)), or hand out larger contiguous chunks per thread (e.g. a bigger OpenMP schedule chunk).", "markdown": "Give each thread's data its own cache line: pad per-thread elements to the line size or align them (`alignas(64)`), or hand out larger contiguous chunks per thread (e.g. a bigger OpenMP `schedule` chunk)." },
+            "defaultConfiguration": { "level": "error" },
+            "properties": { "tags": ["performance", "concurrency", "false-sharing"], "precision": "medium" }
+        },
+        {
+            "id": RULE_LATENT,
+            "name": "LatentFalseSharing",
+            "shortDescription": { "text": "False sharing under another cache-line size or alignment" },
+            "fullDescription": { "text": "With the recorded placement and line size the threads' data lies in different cache lines, but with another line size (e.g. 128 bytes) or with the object placed at another offset within a line, the same accesses would falsely share lines. The recorded layout happens to hide the problem." },
+            "help": { "text": "Align the object to the cache-line size (alignas(64) or posix_memalign) and pad per-thread parts to a full line, so the layout does not depend on where the object lands." },
+            "defaultConfiguration": { "level": "warning" },
+            "properties": { "tags": ["performance", "concurrency", "false-sharing"], "precision": "low" }
+        }
+    ])
+}
+
+fn location(site: &Site, root: &Path) -> Option<Value> {
+    let file = site.file.as_deref()?;
+    let line = site.line.filter(|&l| l > 0)?;
+    let uri = relative_path(file, root)?;
+    Some(json!({
+        "physicalLocation": {
+            "artifactLocation": { "uri": uri, "uriBaseId": "%SRCROOT%" },
+            "region": { "startLine": line }
+        }
+    }))
+}
+
+fn result(f: &Finding, root: &Path) -> Value {
+    let (rule, index) = match f.kind {
+        FindingKind::FalseSharing => (RULE_FALSE_SHARING, 0),
+        FindingKind::LatentFalseSharing => (RULE_LATENT, 1),
+    };
+    let level = match (f.kind, f.exceeds) {
+        // Accepted by the baseline: still listed, as a note.
+        (_, false) => "note",
+        (FindingKind::FalseSharing, true) => "error",
+        (FindingKind::LatentFalseSharing, true) => "warning",
+    };
+    let mut text = format!(
+        "{} on '{}': about {} false-sharing events on {} cache line(s) of {} bytes, threads {:?}, estimated cost {:.2}% of a thread's time.",
+        if f.kind == FindingKind::FalseSharing { "False sharing" } else { "Latent false sharing" },
+        f.object.name,
+        f.events,
+        f.lines,
+        f.layout.line_size,
+        f.threads,
+        f.time_share * 100.0
+    );
+    if f.layout.shift > 0 {
+        text.push_str(&format!(
+            " (with the data shifted by {} bytes)",
+            f.layout.shift
+        ));
+    }
+    text.push(' ');
+    text.push_str(&f.suggestion);
+    let mut locations = Vec::new();
+    let mut related = Vec::new();
+    if let Some(w) = f.writer.as_ref().and_then(|w| location(w, root)) {
+        locations.push(w);
+    }
+    if let Some(v) = &f.victim {
+        if let Some(mut loc) = location(v, root) {
+            loc["id"] = json!(1);
+            loc["message"] = json!({
+                "text": format!("thread {} {} here", v.thread, if v.store { "writes" } else { "reads" })
+            });
+            if locations.is_empty() {
+                locations.push(json!({ "physicalLocation": loc["physicalLocation"].clone() }));
+            } else {
+                related.push(loc);
+            }
+        }
+    }
+    let mut r = json!({
+        "ruleId": rule,
+        "ruleIndex": index,
+        "level": level,
+        "message": { "text": text },
+        "locations": locations,
+        "partialFingerprints": { "cachescopeFinding/v1": f.fingerprint },
+        "properties": {
+            "object": f.object.name,
+            "objectKind": f.object.kind,
+            "events": f.events,
+            "threads": f.threads,
+            "lineSize": f.layout.line_size,
+            "shift": f.layout.shift,
+            "timeShare": f.time_share
+        }
+    });
+    if !related.is_empty() {
+        r["relatedLocations"] = json!(related);
+    }
+    r
+}
+
+/// The SARIF log of `report`; source paths are made relative to `repo_root`.
+pub fn to_sarif(report: &AuditReport, repo_root: &Path, version: &str) -> Value {
+    let root_uri = format!(
+        "file://{}/",
+        repo_root.display().to_string().trim_end_matches('/')
+    );
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "cachescope",
+                    "version": version,
+                    "informationUri": "https://example.invalid/cachescope",
+                    "rules": rules()
+                }
+            },
+            "originalUriBaseIds": { "%SRCROOT%": { "uri": root_uri } },
+            "results": report.findings.iter().map(|f| result(f, repo_root)).collect::<Vec<_>>()
+        }]
+    })
+}

@@ -1,0 +1,407 @@
+//! The weave phase of the parallel engine: the shared levels, the coherence directory and the
+//! per-byte write record, applied to the quantum's requests in (time, core) order.
+//!
+//! The directory is the authority on sharers and ownership: it changes only here, in the same
+//! order as in the exact engine, so the cross-core decisions (invalidate whom, who supplies a
+//! line, who gets MESI's E) are the exact engine's whenever the private caches it consults
+//! (for dirty data) agree. Effects on other cores' private caches (invalidations, downgrades,
+//! back-invalidations, E grants) are applied at once, i.e. after those cores already ran the
+//! whole quantum: a core sees another core's write at most one quantum late.
+
+use rustc_hash::FxHashMap;
+
+use cachescope_schema::AccessKind;
+
+use crate::cache::{DIRTY, OWNED};
+use crate::counters::MissClass;
+use crate::model::Inclusion;
+
+use super::core::{CoreSim, Req, Stamped};
+use super::{Geometry, Unit};
+
+const NO_OWNER: u8 = u8::MAX;
+
+/// Directory entry of one line.
+#[derive(Debug, Clone, Copy)]
+struct Dir {
+    /// Cores holding a private copy.
+    sharers: u64,
+    /// The core holding it exclusively (E or M), or [`NO_OWNER`].
+    owner: u8,
+    /// The owner gained ownership by writing (its copy is dirty).
+    dirty: bool,
+}
+
+impl Default for Dir {
+    fn default() -> Self {
+        Dir {
+            sharers: 0,
+            owner: NO_OWNER,
+            dirty: false,
+        }
+    }
+}
+
+/// Shared state of the parallel engine.
+pub(crate) struct Weave {
+    geo: Geometry,
+    mesi: bool,
+    /// Shared level `i` at `i - p`.
+    units: Vec<Unit>,
+    dir: FxHashMap<u64, Dir>,
+    /// Per line ever invalidated: weave sequence number of the last write of each byte.
+    pub written: FxHashMap<u64, Box<[u64]>>,
+    /// Per line: how many cores have it in their `lost` map.
+    lost_count: FxHashMap<u64, u32>,
+    /// Sequence number of the write being woven (writes are numbered in weave order, which
+    /// is the global order, so comparisons come out as with the exact engine's numbers).
+    wseq: u64,
+    /// Request lists taken from the cores, kept for their allocations.
+    lists: Vec<Vec<Stamped>>,
+}
+
+impl Weave {
+    pub fn new(geo: Geometry, mesi: bool, units: Vec<Unit>) -> Self {
+        Weave {
+            geo,
+            mesi,
+            units,
+            dir: FxHashMap::default(),
+            written: FxHashMap::default(),
+            lost_count: FxHashMap::default(),
+            wseq: 0,
+            lists: Vec::new(),
+        }
+    }
+
+    /// Applies the quantum's requests of all cores in (time, core) order.
+    pub fn run(&mut self, cores: &mut [&mut CoreSim]) {
+        let n = cores.len();
+        self.lists.resize_with(n, Vec::new);
+        for (c, core) in cores.iter_mut().enumerate() {
+            std::mem::swap(&mut self.lists[c], &mut core.reqs);
+        }
+        let lists = std::mem::take(&mut self.lists);
+        let mut pos = vec![0usize; n];
+        loop {
+            // The lowest (time, core) head; each list is in time order already.
+            let mut best: Option<(u64, usize)> = None;
+            for (c, l) in lists.iter().enumerate() {
+                if let Some(s) = l.get(pos[c]) {
+                    if best.is_none_or(|(t, _)| s.time < t) {
+                        best = Some((s.time, c));
+                    }
+                }
+            }
+            let Some((time, c)) = best else { break };
+            // The same core's requests at the same time come next anyway.
+            while let Some(s) = lists[c].get(pos[c]).filter(|s| s.time == time) {
+                pos[c] += 1;
+                self.apply(cores, c, s.req);
+            }
+        }
+        self.lists = lists;
+        for l in &mut self.lists {
+            l.clear();
+        }
+    }
+
+    fn apply(&mut self, cores: &mut [&mut CoreSim], c: usize, req: Req) {
+        match req {
+            Req::Upgrade { line, off, len } => {
+                self.wseq += 1;
+                let owner = self.dir.get(&line).map_or(NO_OWNER, |d| d.owner);
+                // A line granted E in this quantum's weave is written silently (E → M).
+                if owner as usize != c {
+                    cores[c].upgrades += 1;
+                    self.invalidate_others(cores, c, line);
+                }
+                let d = self.dir.entry(line).or_default();
+                d.sharers |= 1u64 << c;
+                d.owner = c as u8;
+                d.dirty = true;
+                self.record_write(line, off, len);
+            }
+            Req::Write { line, off, len } => {
+                self.wseq += 1;
+                if let Some(d) = self.dir.get_mut(&line).filter(|d| d.owner as usize == c) {
+                    d.dirty = true;
+                }
+                self.record_write(line, off, len);
+            }
+            Req::Miss {
+                line,
+                off,
+                len,
+                kind,
+                lost,
+            } => self.miss(cores, c, line, off, len, kind, lost),
+            Req::Gone { line } => self.copy_gone(c, line),
+            Req::Writeback { line } => {
+                let p = self.geo.p;
+                self.write_back_from(cores[c], p - 1, line);
+            }
+        }
+    }
+
+    fn record_write(&mut self, line: u64, off: u16, len: u16) {
+        if let Some(w) = self.written.get_mut(&line) {
+            w[off as usize..(off + len) as usize].fill(self.wseq);
+        }
+    }
+
+    fn copy_gone(&mut self, c: usize, line: u64) {
+        if let Some(d) = self.dir.get_mut(&line) {
+            d.sharers &= !(1u64 << c);
+            if d.owner as usize == c {
+                d.owner = NO_OWNER;
+                d.dirty = false;
+            }
+            if d.sharers == 0 {
+                self.dir.remove(&line);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn miss(
+        &mut self,
+        cores: &mut [&mut CoreSim],
+        c: usize,
+        line: u64,
+        off: u16,
+        len: u16,
+        kind: AccessKind,
+        lost: Option<(u64, u32)>,
+    ) {
+        let (p, n, ls) = (self.geo.p, self.geo.n, self.geo.line_size);
+        let write = kind.writes();
+        if write {
+            self.wseq += 1;
+        }
+        if let Some((at, levels)) = lost {
+            let rewritten = self.written.get(&line).is_some_and(|w| {
+                w[off as usize..(off + len) as usize]
+                    .iter()
+                    .any(|&s| s >= at)
+            });
+            let class = if rewritten {
+                MissClass::CoherenceTrue
+            } else {
+                MissClass::CoherenceFalse
+            };
+            for i in (0..p).filter(|i| levels & (1 << i) != 0) {
+                cores[c].lc[i].misses.add(class);
+            }
+        }
+        // Coherence: does another core supply the line?
+        let me = 1u64 << c;
+        let d = self.dir.get(&line).copied().unwrap_or_default();
+        let others = d.sharers & !me;
+        let mut remote = false;
+        if others != 0 {
+            let owner = (d.owner != NO_OWNER && others & (1u64 << d.owner) != 0)
+                .then_some(d.owner as usize);
+            let dirty_owner = owner.filter(|&o| d.dirty || cores[o].dirty_level(line).is_some());
+            if write {
+                self.invalidate_others(cores, c, line);
+            } else if let Some(o) = owner {
+                // M → S (dirty data also goes down) or E → S.
+                if dirty_owner.is_some() {
+                    // The owner may have dropped the line later in the quantum: its data
+                    // then leaves from the last private level.
+                    let i = cores[o].dirty_level(line).unwrap_or(p - 1);
+                    cores[o].lc[i].writebacks += 1;
+                    for j in i + 1..p {
+                        cores[o].paths[j].write += ls;
+                    }
+                    self.write_back_from(cores[o], p - 1, line);
+                }
+                cores[o].clear_private(line, OWNED | DIRTY);
+                if let Some(e) = self.dir.get_mut(&line) {
+                    e.owner = NO_OWNER;
+                    e.dirty = false;
+                }
+            }
+            if dirty_owner.is_some() {
+                cores[c].cache_to_cache += 1;
+                cores[c].paths[self.geo.paths - 1].read += ls;
+                remote = true;
+            }
+        }
+        // Shared levels, then memory.
+        let mut from = n;
+        if remote {
+            from = p;
+        } else {
+            for i in p..n {
+                if self.lookup(cores[c], i, line, kind) {
+                    from = i;
+                    break;
+                }
+            }
+        }
+        // A cache-to-cache transfer enters at the last private level.
+        let last_path = if remote { p - 1 } else { from };
+        for j in 1..=last_path {
+            cores[c].paths[j].read += ls;
+        }
+        for i in (p..from).rev() {
+            self.fill(cores, c, i, line);
+        }
+        // The core filled its private levels in the bound phase.
+        let others_share = self.mesi && self.dir.get(&line).is_some_and(|d| d.sharers & !me != 0);
+        let owned_now = write || (self.mesi && !others_share);
+        let e = self.dir.entry(line).or_default();
+        e.sharers |= me;
+        if owned_now {
+            e.owner = c as u8;
+            e.dirty = write;
+            if !write {
+                // MESI's E, granted after the core's quantum.
+                cores[c].update_private(line, OWNED);
+            }
+        } else if e.owner as usize == c {
+            e.owner = NO_OWNER;
+            e.dirty = false;
+        }
+        if lost.is_some() {
+            // The line is back: once no core waits to classify a coherence miss on it, its
+            // written bytes need not be kept.
+            if let Some(k) = self.lost_count.get_mut(&line) {
+                *k -= 1;
+                if *k == 0 {
+                    self.lost_count.remove(&line);
+                    self.written.remove(&line);
+                }
+            }
+        }
+        if write {
+            self.record_write(line, off, len);
+        }
+    }
+
+    /// Looks `line` up at shared level `i` for `core`.
+    fn lookup(&mut self, core: &mut CoreSim, i: usize, line: u64, kind: AccessKind) -> bool {
+        let lc = &mut core.lc[i];
+        lc.accesses.add(kind);
+        let u = &mut self.units[i - self.geo.p];
+        if u.lookup(line).is_some() {
+            lc.hits += 1;
+            return true;
+        }
+        let class = if !u.class.shadow.ever_accessed(line) {
+            MissClass::Compulsory
+        } else if u.class.shadow.contains(line) {
+            MissClass::Conflict
+        } else {
+            MissClass::Capacity
+        };
+        lc.misses.add(class);
+        false
+    }
+
+    /// Fills `line` into shared level `i` for core `c` and deals with the victim.
+    fn fill(&mut self, cores: &mut [&mut CoreSim], c: usize, i: usize, line: u64) {
+        let Some(v) = self.units[i - self.geo.p].fill(line, 0) else {
+            return;
+        };
+        cores[c].lc[i].evictions += 1;
+        if v.state & DIRTY != 0 {
+            cores[c].lc[i].writebacks += 1;
+            self.write_back_from(cores[c], i, v.line);
+        }
+        if self.geo.inclusion[i] == Inclusion::Inclusive {
+            self.back_invalidate(cores, i, v.line);
+        }
+    }
+
+    /// Dirty data of `line` leaves level `from` of `core`: it goes to the next level holding
+    /// the line (marked dirty there) or to memory.
+    fn write_back_from(&mut self, core: &mut CoreSim, from: usize, line: u64) {
+        let (p, n, ls) = (self.geo.p, self.geo.n, self.geo.line_size);
+        for j in from + 1..=n {
+            core.paths[j].write += ls;
+            if j < n {
+                let cache = if j < p {
+                    &mut core.units[j].cache
+                } else {
+                    &mut self.units[j - p].cache
+                };
+                if let Some(s) = cache.find(line) {
+                    let st = cache.state(s);
+                    cache.set_state(s, st | DIRTY);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Shared inclusive level `i` lost `line`: remove it from every level above, of every
+    /// core (counted, as in the exact engine, on the core whose copy is removed).
+    // The index names the core in the directory too, and `self` is borrowed inside the loop.
+    #[allow(clippy::needless_range_loop)]
+    fn back_invalidate(&mut self, cores: &mut [&mut CoreSim], i: usize, line: u64) {
+        let p = self.geo.p;
+        for cc in 0..cores.len() {
+            for j in (0..i).rev() {
+                let removed = if j < p {
+                    let u = &mut cores[cc].units[j];
+                    let s = u.cache.invalidate(line);
+                    if s.is_some() {
+                        u.class.removed(line);
+                    }
+                    s
+                } else {
+                    let u = &mut self.units[j - p];
+                    let s = u.cache.invalidate(line);
+                    if s.is_some() {
+                        u.class.removed(line);
+                    }
+                    s
+                };
+                let Some(state) = removed else { continue };
+                cores[cc].lc[j].back_invalidations += 1;
+                if state & DIRTY != 0 {
+                    cores[cc].lc[j].writebacks += 1;
+                    self.write_back_from(cores[cc], j, line);
+                }
+                if j < p && cores[cc].private_state(line).is_none() {
+                    self.copy_gone(cc, line);
+                }
+            }
+        }
+    }
+
+    /// Invalidates every other core's private copies of `line` (for a write by `c`).
+    fn invalidate_others(&mut self, cores: &mut [&mut CoreSim], c: usize, line: u64) {
+        let me = 1u64 << c;
+        let others = self.dir.get(&line).map_or(0, |d| d.sharers & !me);
+        if others == 0 {
+            return;
+        }
+        let seq = self.wseq;
+        let ls = self.geo.line_size as usize;
+        self.written
+            .entry(line)
+            .or_insert_with(|| vec![0; ls].into_boxed_slice());
+        for o in (0..cores.len()).filter(|o| others & (1u64 << o) != 0) {
+            cores[o].invalidate(line);
+            if cores[o].lost.insert(line, seq).is_none() {
+                *self.lost_count.entry(line).or_insert(0) += 1;
+            }
+            cores[c].invalidations_sent += 1;
+            cores[o].invalidations_received += 1;
+        }
+        if let Some(d) = self.dir.get_mut(&line) {
+            d.sharers &= me;
+            if d.owner as usize != c {
+                d.owner = NO_OWNER;
+                d.dirty = false;
+            }
+            if d.sharers == 0 {
+                self.dir.remove(&line);
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `cachescope audit`: false sharing for CI.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cachescope_analysis::audit::{
+    audit, AuditConfig, AuditMachine, AuditReport, Finding, FindingKind,
+};
+use cachescope_analysis::sarif;
+use cachescope_schema::TraceFile;
+use cachescope_sim::MachineModel;
+
+use crate::cli::AuditArgs;
+use crate::output::{thousands, write_json};
+
+/// Exit code when findings exceed the thresholds.
+const EXIT_FINDINGS: u8 = 1;
+/// τ when the machine model has none: a cross-core line transfer, order of the thesis's
+/// measurement (125 cycles on a two-socket Xeon; less within one socket).
+const DEFAULT_PENALTY_CYCLES: f64 = 100.0;
+
+/// Runs the audit.
+pub fn run(args: &AuditArgs) -> Result<ExitCode> {
+    let config: AuditConfig = match &args.config {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str(&text)
+                .with_context(|| format!("{}: invalid audit config", p.display()))?
+        }
+        None => AuditConfig::default(),
+    };
+    let baseline = match &args.baseline {
+        Some(p) => read_baseline(p)?,
+        None => BTreeSet::new(),
+    };
+    let model = MachineModel::load(&args.machine)?;
+    let bw = model.bandwidth.as_ref();
+    let machine = AuditMachine {
+        line_size: u64::from(model.line_size),
+        penalty_cycles: bw
+            .and_then(|b| b.false_sharing_penalty_cycles)
+            .unwrap_or(DEFAULT_PENALTY_CYCLES),
+        ipc: bw.map_or(1.0, |b| b.ipc),
+    };
+    let trace = TraceFile::open(&args.trace)?;
+    let mut report = audit(&trace, machine, &config)?;
+    for f in &mut report.findings {
+        if baseline.contains(&f.fingerprint) {
+            f.exceeds = false;
+        }
+    }
+    if let Some(p) = &args.write_baseline {
+        let text: String = report
+            .findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}  # {} {}\n",
+                    f.fingerprint,
+                    kind_name(f.kind),
+                    f.object.name
+                )
+            })
+            .collect();
+        std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &args.sarif {
+        let root = match &args.repo_root {
+            Some(r) => r.clone(),
+            None => std::env::current_dir().context("current directory")?,
+        };
+        let log = sarif::to_sarif(&report, &root, env!("CARGO_PKG_VERSION"));
+        write_json(&log, p)?;
+    }
+    match &args.json.json {
+        Some(to) => write_json(&report, to)?,
+        None => print!("{}", render(&args.trace, &report, baseline.len())),
+    }
+    Ok(if report.fails() {
+        ExitCode::from(EXIT_FINDINGS)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn read_baseline(p: &Path) -> Result<BTreeSet<String>> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let mut out = BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let fp = line.split('#').next().unwrap_or("").trim();
+        if fp.is_empty() {
+            continue;
+        }
+        if fp.len() != 16 || !fp.bytes().all(|b| b.is_ascii_hexdigit()) {
+            anyhow::bail!(
+                "{}: line {}: {fp:?} is not a finding fingerprint (16 hex digits)",
+                p.display(),
+                i + 1
+            );
+        }
+        out.insert(fp.to_string());
+    }
+    Ok(out)
+}
+
+fn kind_name(k: FindingKind) -> &'static str {
+    match k {
+        FindingKind::FalseSharing => "false sharing",
+        FindingKind::LatentFalseSharing => "latent false sharing",
+    }
+}
+
+fn site_text(s: &cachescope_analysis::audit::Site) -> String {
+    let what = if s.store { "writes" } else { "reads" };
+    let place = match (&s.file, s.line) {
+        (Some(f), Some(l)) => format!("{}:{l}", f.rsplit('/').next().unwrap_or(f)),
+        _ => s.pc.map_or("unknown code".to_string(), |p| p.to_string()),
+    };
+    let func = s
+        .function
+        .as_deref()
+        .map_or(String::new(), |f| format!(" in {f}"));
+    format!(
+        "thread {} {what} at {place}{func} ({} accesses)",
+        s.thread,
+        thousands(s.count)
+    )
+}
+
+fn finding_text(n: usize, f: &Finding) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let status = match (f.exceeds, f.kind) {
+        (false, _) => "baselined",
+        (true, FindingKind::FalseSharing) => "FAIL",
+        (true, FindingKind::LatentFalseSharing) => "warn",
+    };
+    let _ = writeln!(
+        o,
+        "{n}. [{status}] {} on {} ({}): ~{} events on {} line(s) of {} bytes{}",
+        kind_name(f.kind),
+        f.object.name,
+        f.object.kind,
+        thousands(f.events),
+        f.lines,
+        f.layout.line_size,
+        if f.layout.shift > 0 {
+            format!(", data shifted by {} bytes", f.layout.shift)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(w) = &f.writer {
+        let _ = writeln!(o, "   writer: {}", site_text(w));
+    }
+    if let Some(v) = &f.victim {
+        let _ = writeln!(o, "   victim: {}", site_text(v));
+    }
+    let _ = writeln!(
+        o,
+        "   threads {:?}; offsets in object {:?}; worst case {} events, {} possible exchanges",
+        f.threads,
+        f.offsets,
+        thousands(f.worst_case_events),
+        thousands(f.exchanges)
+    );
+    let _ = writeln!(
+        o,
+        "   cost ~{:.3} M cycles = {:.2}% of the busiest thread's time",
+        f.cost_cycles / 1e6,
+        f.time_share * 100.0
+    );
+    let _ = writeln!(o, "   fix: {}", f.suggestion);
+    let _ = writeln!(o, "   fingerprint {}", f.fingerprint);
+    o
+}
+
+/// The human report.
+fn render(trace: &Path, r: &AuditReport, baselined: usize) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "false-sharing audit of {} ({}-byte lines, tau = {} cycles, {} barrier segments)",
+        trace.display(),
+        r.line_size,
+        r.penalty_cycles,
+        r.segments
+    );
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "no false sharing found");
+    }
+    for (i, f) in r.findings.iter().enumerate() {
+        o.push_str(&finding_text(i + 1, f));
+    }
+    for t in &r.true_sharing {
+        let _ = writeln!(
+            o,
+            "true sharing (not flagged): {} ({}): ~{} possible data exchanges between threads {:?}",
+            t.object.name,
+            t.object.kind,
+            thousands(t.exchanges),
+            t.threads
+        );
+    }
+    let failing = r.findings.iter().filter(|f| f.exceeds).count();
+    let _ = writeln!(
+        o,
+        "verdict: {} ({} finding(s), {} not in the baseline ({} fingerprint(s)); a finding has \
+         >= {} events and >= {:.0}% of a thread's time)",
+        if r.fails() { "FAIL" } else { "pass" },
+        r.findings.len(),
+        failing,
+        baselined,
+        r.config.min_events,
+        r.config.min_time_share * 100.0
+    );
+    o
+}
