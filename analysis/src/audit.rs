@@ -5,6 +5,9 @@
 use std::collections::BTreeMap;
 
 use cachescope_schema::{CodePos, ThreadId, TraceError, TraceFile};
+use cachescope_sim::{
+    simulate_exact_with_coherence, CoherenceKey, MachineModel, SimError, ThreadMapping,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::heap::HeapMap;
@@ -30,6 +33,9 @@ pub struct AuditConfig {
     pub predict_shift_step: u64,
     /// Whether latent findings (only under a predicted layout) fail the audit.
     pub fail_on_latent: bool,
+    /// Whether to replay the trace in the exact simulator for classified coherence misses
+    /// (slower; without it, counts and costs come from the estimates alone).
+    pub simulate: bool,
 }
 
 impl Default for AuditConfig {
@@ -41,6 +47,7 @@ impl Default for AuditConfig {
             predict_line_sizes: vec![32, 128],
             predict_shift_step: 8,
             fail_on_latent: false,
+            simulate: true,
         }
     }
 }
@@ -92,8 +99,21 @@ pub struct Finding {
     pub object: ObjectName,
     /// Layout under which it shows (the recorded one for `false_sharing`).
     pub layout: Layout,
-    /// Estimated false-sharing events (Σ φ̃′ over the object's blocks).
+    /// False-sharing events used for the verdict and the cost: the Pluto estimate (it holds for
+    /// every interleaving; the replay shows one interleaving — the recorded instruction-time
+    /// order — which can hide sharing that the real run's timing would show, e.g. with dynamic
+    /// schedules).
     pub events: u64,
+    /// Estimated false-sharing events (Pluto, Σ φ̃′ over the object's blocks).
+    pub estimated_events: u64,
+    /// Simulated first-level coherence misses on the object's lines classified as false
+    /// sharing (None when not simulated, or for latent findings).
+    pub simulated_false: Option<u64>,
+    /// ... and classified as true sharing.
+    pub simulated_true: Option<u64>,
+    /// The code-position pair with the most simulated false-sharing misses: the writer whose
+    /// store took the line away, and the victim that missed.
+    pub simulated_pair: Option<(Site, Site)>,
     /// Worst-case coherence events (Σ φ̃).
     pub worst_case_events: u64,
     /// Possible data exchanges (Σ θ̃).
@@ -175,12 +195,25 @@ pub struct AuditMachine {
     pub ipc: f64,
 }
 
-/// Runs the audit on `trace`.
+/// Why the audit failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The trace is unreadable.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The replay failed.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+/// Runs the audit on `trace`; with `model` (and `config.simulate`) the trace is also replayed
+/// in the exact engine and the findings carry simulated coherence misses.
 pub fn audit(
     trace: &TraceFile,
     machine: AuditMachine,
+    model: Option<&MachineModel>,
     config: &AuditConfig,
-) -> Result<AuditReport, TraceError> {
+) -> Result<AuditReport, AuditError> {
     let line = machine.line_size;
     let mut layouts = vec![Layout::recorded(line)];
     for &l in &config.predict_line_sizes {
@@ -222,9 +255,18 @@ pub fn audit(
     let penalty = config.penalty_cycles.unwrap_or(machine.penalty_cycles);
 
     let recorded = group(&reports[0], &mut symbols);
+    let simulated = match model.filter(|_| config.simulate) {
+        Some(m) => {
+            let mut m = m.clone();
+            let threads = trace.thread_ids().count() as u32;
+            m.cores = m.cores.max(threads).min(cachescope_sim::model::MAX_CORES);
+            Some(simulate_exact_with_coherence(trace, &m, &ThreadMapping::OneToOne)?.1)
+        }
+        None => None,
+    };
     let mut findings = Vec::new();
     for (object, blocks) in &recorded {
-        let f = finding(
+        let mut f = finding(
             FindingKind::FalseSharing,
             object,
             reports[0].layout,
@@ -235,6 +277,9 @@ pub fn audit(
             &thread_units,
             config,
         );
+        if let Some(log) = &simulated {
+            attach_simulation(&mut f, blocks, log, line, &mut symbols);
+        }
         if f.exceeds {
             findings.push(f);
         }
@@ -332,6 +377,92 @@ fn true_sharing(
         .collect();
     out.sort_by(|a, b| b.exchanges.cmp(&a.exchanges).then(a.object.cmp(&b.object)));
     out
+}
+
+/// Adds the simulated coherence misses on the finding's lines, and the top code-position pair.
+fn attach_simulation(
+    f: &mut Finding,
+    blocks: &[BlockEstimate],
+    log: &[(CoherenceKey, u64)],
+    line: u64,
+    symbols: &mut Symbolizer,
+) {
+    let lines: std::collections::BTreeSet<u64> =
+        blocks.iter().map(|b| b.block & !(line - 1)).collect();
+    let (mut fals, mut tru) = (0u64, 0u64);
+    let mut pairs: BTreeMap<(ThreadId, Option<CodePos>, ThreadId, Option<CodePos>), u64> =
+        BTreeMap::new();
+    for (k, n) in log.iter().filter(|(k, _)| lines.contains(&k.line)) {
+        if k.false_sharing {
+            fals += n;
+            if let Some(w) = k.writer_thread {
+                *pairs
+                    .entry((w, k.writer_pc, k.victim_thread, k.victim_pc))
+                    .or_default() += n;
+            }
+        } else {
+            tru += n;
+        }
+    }
+    f.simulated_false = Some(fals);
+    f.simulated_true = Some(tru);
+    let top = pairs
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+    f.simulated_pair = top.map(|((wt, wpc, vt, vpc), n)| {
+        (
+            located(symbols, wt, wpc, true, n),
+            located(symbols, vt, vpc, false, n),
+        )
+    });
+}
+
+/// A site with its source location.
+fn located(
+    symbols: &mut Symbolizer,
+    thread: ThreadId,
+    pc: Option<CodePos>,
+    store: bool,
+    count: u64,
+) -> Site {
+    let loc = pc.and_then(|p| symbols.code_pos(p));
+    Site {
+        thread,
+        pc,
+        store,
+        count,
+        function: loc.as_ref().and_then(|l| l.function.clone()),
+        file: loc.as_ref().and_then(|l| l.file.clone()),
+        line: loc.as_ref().and_then(|l| l.line),
+    }
+}
+
+/// Cost, shares and verdict of a finding from its `events`.
+fn rate(
+    f: &mut Finding,
+    penalty: f64,
+    thread_cycles: &BTreeMap<ThreadId, f64>,
+    thread_units: &BTreeMap<ThreadId, f64>,
+    config: &AuditConfig,
+) {
+    f.cost_cycles = f.events as f64 * penalty;
+    // Each event delays one of the threads involved; spread evenly, a thread's share is its
+    // part of the cost over its compute time plus that part.
+    let per_thread = f.cost_cycles / f.threads.len().max(1) as f64;
+    f.time_share = f
+        .threads
+        .iter()
+        .filter_map(|t| thread_cycles.get(t))
+        .filter(|&&c| c > 0.0)
+        .map(|c| per_thread / (c + per_thread))
+        .fold(0.0, f64::max);
+    let involved_units: f64 = f.threads.iter().filter_map(|t| thread_units.get(t)).sum();
+    f.events_per_kilo_unit = if involved_units > 0.0 {
+        f.events as f64 * 1000.0 / involved_units
+    } else {
+        0.0
+    };
+    f.exceeds = f.events >= config.min_events && f.time_share >= config.min_time_share;
 }
 
 /// Groups a report's blocks by the data object they belong to.
@@ -432,30 +563,17 @@ fn finding(
     offsets.sort_unstable();
     offsets.dedup();
     offsets.truncate(16);
-    let cost_cycles = events as f64 * penalty;
-    // Each event delays one of the threads involved; spread evenly, the share of the busiest
-    // thread's time is cost / threads / its cycles.
-    let per_thread = cost_cycles / threads.len().max(1) as f64;
-    let time_share = threads
-        .iter()
-        .filter_map(|t| thread_cycles.get(t))
-        .filter(|&&c| c > 0.0)
-        .map(|c| per_thread / (c + per_thread))
-        .fold(0.0, f64::max);
-    let involved_units: f64 = threads.iter().filter_map(|t| thread_units.get(t)).sum();
-    let events_per_kilo_unit = if involved_units > 0.0 {
-        events as f64 * 1000.0 / involved_units
-    } else {
-        0.0
-    };
-    let exceeds = events >= config.min_events && time_share >= config.min_time_share;
     let suggestion = suggestion(kind, object, layout, threads.len());
     let fingerprint = fingerprint(kind, object, writer.as_ref(), victim.as_ref());
-    Finding {
+    let mut f = Finding {
         kind,
         object: object.clone(),
         layout,
         events,
+        estimated_events: events,
+        simulated_false: None,
+        simulated_true: None,
+        simulated_pair: None,
         worst_case_events: worst,
         exchanges,
         lines: blocks.len(),
@@ -463,13 +581,15 @@ fn finding(
         threads,
         writer,
         victim,
-        cost_cycles,
-        time_share,
-        events_per_kilo_unit,
-        exceeds,
+        cost_cycles: 0.0,
+        time_share: 0.0,
+        events_per_kilo_unit: 0.0,
+        exceeds: false,
         suggestion,
         fingerprint,
-    }
+    };
+    rate(&mut f, penalty, thread_cycles, thread_units, config);
+    f
 }
 
 fn suggestion(kind: FindingKind, object: &ObjectName, layout: Layout, threads: usize) -> String {

@@ -27,7 +27,8 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use cachescope_schema::{Access, AccessKind, Event, ThreadId, TimeUnit, TimedEvent};
+use cachescope_schema::{Access, AccessKind, CodePos, Event, ThreadId, TimeUnit, TimedEvent};
+use serde::Serialize;
 
 use crate::cache::{Cache, Evicted, DIRTY, OWNED};
 use crate::counters::{
@@ -137,6 +138,34 @@ struct Unit {
     class: Classifier,
 }
 
+/// Who was involved in a first-level coherence miss: the key of the coherence log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct CoherenceKey {
+    /// Line address (first byte).
+    pub line: u64,
+    /// Classified as false sharing (else true sharing) by the per-byte write record.
+    pub false_sharing: bool,
+    /// The thread that missed.
+    pub victim_thread: ThreadId,
+    /// Its instruction.
+    pub victim_pc: Option<CodePos>,
+    /// The thread whose write took the line away, if known.
+    pub writer_thread: Option<ThreadId>,
+    /// Its instruction.
+    pub writer_pc: Option<CodePos>,
+}
+
+/// The coherence log, when enabled: per-event counts while simulating, for the false-sharing
+/// audit (which names the lines' data objects and the code on both sides).
+#[derive(Default)]
+struct CoherenceLog {
+    counts: FxHashMap<CoherenceKey, u64>,
+    /// The access being simulated: thread and instruction.
+    current: Option<(ThreadId, Option<CodePos>)>,
+    /// Per line: the last write that invalidated other cores' copies.
+    last_writer: FxHashMap<u64, (ThreadId, Option<CodePos>)>,
+}
+
 /// The exact engine.
 pub struct ExactEngine {
     model: MachineModel,
@@ -170,6 +199,8 @@ pub struct ExactEngine {
     unsimulated_fetches: u64,
     access_cost: u64,
     time_unit: TimeUnit,
+    /// Boxed so the engine stays small when the log is off (the common case).
+    log: Option<Box<CoherenceLog>>,
 }
 
 impl ExactEngine {
@@ -248,8 +279,26 @@ impl ExactEngine {
             unsimulated_fetches: 0,
             access_cost: unit.access_cost(),
             time_unit: unit,
+            log: None,
             model: m,
         }
+    }
+
+    /// Starts recording who is involved in each first-level coherence miss (off by default:
+    /// it costs a little on every access).
+    pub fn enable_coherence_log(&mut self) {
+        self.log = Some(Box::default());
+    }
+
+    /// The coherence log (empty unless enabled): counts per key, sorted by key.
+    pub fn coherence_log(&self) -> Vec<(CoherenceKey, u64)> {
+        let mut v: Vec<_> = self
+            .log
+            .as_ref()
+            .map(|l| l.counts.iter().map(|(k, n)| (*k, *n)).collect())
+            .unwrap_or_default();
+        v.sort_unstable();
+        v
     }
 
     /// Processes one event of the global order.
@@ -273,6 +322,9 @@ impl ExactEngine {
                 end = end.saturating_add(self.access_cost);
                 t.end_time = t.end_time.max(end);
                 let core = t.core as usize;
+                if let Some(log) = self.log.as_mut() {
+                    log.current = Some((e.thread, a.pc));
+                }
                 self.access(core, &a);
             }
             Event::Advance { units, flops } => {
@@ -442,6 +494,22 @@ impl ExactEngine {
                 .written
                 .get(&line)
                 .is_some_and(|w| w[off..off + len].iter().any(|&s| s >= at));
+            if i == 0 {
+                if let Some(log) = self.log.as_mut() {
+                    if let Some((thread, pc)) = log.current {
+                        let writer = log.last_writer.get(&line).copied();
+                        let key = CoherenceKey {
+                            line: line << self.shift,
+                            false_sharing: !rewritten,
+                            victim_thread: thread,
+                            victim_pc: pc,
+                            writer_thread: writer.map(|w| w.0),
+                            writer_pc: writer.and_then(|w| w.1),
+                        };
+                        *log.counts.entry(key).or_default() += 1;
+                    }
+                }
+            }
             if rewritten {
                 MissClass::CoherenceTrue
             } else {
@@ -490,6 +558,11 @@ impl ExactEngine {
         self.written
             .entry(line)
             .or_insert_with(|| vec![0; ls].into_boxed_slice());
+        if let Some(log) = self.log.as_mut() {
+            if let Some(cur) = log.current {
+                log.last_writer.insert(line, cur);
+            }
+        }
         for o in (0..self.cores.len()).filter(|o| others & (1u64 << o) != 0) {
             for i in 0..self.p {
                 let u = &mut self.units[o * self.p + i];

@@ -21,7 +21,9 @@ pub mod parallel;
 pub mod run;
 pub mod shadow;
 
-pub use exact::{ExactEngine, ThreadMapping};
+pub use exact::{CoherenceKey, ExactEngine, ThreadMapping};
 pub use model::{MachineModel, ModelError};
 pub use parallel::{ParallelConfig, ParallelEngine, ParallelError};
-pub use run::{simulate_cachegrind, simulate_exact, simulate_parallel, SimError};
+pub use run::{
+    simulate_cachegrind, simulate_exact, simulate_exact_with_coherence, simulate_parallel, SimError,
+};

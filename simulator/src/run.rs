@@ -4,7 +4,7 @@ use cachescope_schema::{Event, TraceError, TraceFile};
 
 use crate::cachegrind::{CachegrindSim, CgConfig};
 use crate::counters::{CachegrindReport, SimReport};
-use crate::exact::{ExactEngine, MappingError, ThreadMapping};
+use crate::exact::{CoherenceKey, ExactEngine, MappingError, ThreadMapping};
 use crate::model::MachineModel;
 use crate::parallel::{ParallelConfig, ParallelEngine, ParallelError};
 
@@ -20,6 +20,24 @@ pub enum SimError {
     /// The parallel engine cannot run this model or configuration.
     #[error(transparent)]
     Parallel(#[from] ParallelError),
+}
+
+/// Simulates `trace` with the exact engine and also returns the coherence log (who was
+/// involved in each first-level coherence miss, with counts).
+pub fn simulate_exact_with_coherence(
+    trace: &TraceFile,
+    model: &MachineModel,
+    mapping: &ThreadMapping,
+) -> Result<(SimReport, Vec<(CoherenceKey, u64)>), SimError> {
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let placement = mapping.place(&threads, model.cores)?;
+    let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
+    engine.enable_coherence_log();
+    for e in trace.merged()? {
+        let e = e.map_err(|err| err.at_path(trace.path()))?;
+        engine.process(&e);
+    }
+    Ok((engine.report(), engine.coherence_log()))
 }
 
 /// Simulates `trace` on `model` with the exact engine.

@@ -46,7 +46,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         ipc: bw.map_or(1.0, |b| b.ipc),
     };
     let trace = TraceFile::open(&args.trace)?;
-    let mut report = audit(&trace, machine, &config)?;
+    let mut report = audit(&trace, machine, Some(&model), &config)?;
     for f in &mut report.findings {
         if baseline.contains(&f.fingerprint) {
             f.exceeds = false;
@@ -113,9 +113,8 @@ fn kind_name(k: FindingKind) -> &'static str {
     }
 }
 
-fn site_text(s: &cachescope_analysis::audit::Site) -> String {
-    let what = if s.store { "writes" } else { "reads" };
-    let place = match (&s.file, s.line) {
+fn place(s: &cachescope_analysis::audit::Site) -> String {
+    let at = match (&s.file, s.line) {
         (Some(f), Some(l)) => format!("{}:{l}", f.rsplit('/').next().unwrap_or(f)),
         _ => s.pc.map_or("unknown code".to_string(), |p| p.to_string()),
     };
@@ -123,9 +122,15 @@ fn site_text(s: &cachescope_analysis::audit::Site) -> String {
         .function
         .as_deref()
         .map_or(String::new(), |f| format!(" in {f}"));
+    format!("{at}{func}")
+}
+
+fn site_text(s: &cachescope_analysis::audit::Site) -> String {
+    let what = if s.store { "writes" } else { "reads" };
     format!(
-        "thread {} {what} at {place}{func} ({} accesses)",
+        "thread {} {what} at {} ({} accesses)",
         s.thread,
+        place(s),
         thousands(s.count)
     )
 }
@@ -153,19 +158,47 @@ fn finding_text(n: usize, f: &Finding) -> String {
             String::new()
         }
     );
+    if let (Some(fals), Some(tru)) = (f.simulated_false, f.simulated_true) {
+        let _ = writeln!(
+            o,
+            "   simulated: {} false-sharing and {} true-sharing L1 coherence misses; \
+             estimate {} events (worst case {}, possible exchanges {})",
+            thousands(fals),
+            thousands(tru),
+            thousands(f.estimated_events),
+            thousands(f.worst_case_events),
+            thousands(f.exchanges)
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "   estimate: {} events (worst case {}, possible exchanges {})",
+            thousands(f.estimated_events),
+            thousands(f.worst_case_events),
+            thousands(f.exchanges)
+        );
+    }
     if let Some(w) = &f.writer {
         let _ = writeln!(o, "   writer: {}", site_text(w));
     }
     if let Some(v) = &f.victim {
         let _ = writeln!(o, "   victim: {}", site_text(v));
     }
+    if let Some((w, v)) = &f.simulated_pair {
+        let _ = writeln!(
+            o,
+            "   most simulated misses ({}): thread {} misses at {} after thread {}'s store at {}",
+            thousands(w.count),
+            v.thread,
+            place(v),
+            w.thread,
+            place(w)
+        );
+    }
     let _ = writeln!(
         o,
-        "   threads {:?}; offsets in object {:?}; worst case {} events, {} possible exchanges",
-        f.threads,
-        f.offsets,
-        thousands(f.worst_case_events),
-        thousands(f.exchanges)
+        "   threads {:?}; line offsets in the object {:?}",
+        f.threads, f.offsets
     );
     let _ = writeln!(
         o,
