@@ -12,7 +12,7 @@ use cachescope_schema::AccessKind;
 
 use crate::blockcost::{block_cost, BlockCost, CodeMemory};
 use crate::modules::{self, Snapshot};
-use crate::thread::{self, CachedBlock, BLOCK_CACHE};
+use crate::thread::{self, CachedBlock, Existing, BLOCK_CACHE};
 use crate::tsan::{access, one_arg_entry};
 
 static COSTS: RwLock<Option<HashMap<u64, BlockCost>>> = RwLock::new(None);
@@ -76,19 +76,43 @@ fn cost_of(ret: u64) -> BlockCost {
 }
 
 extern "C" fn on_block(ret: u64) {
-    let Some(st) = thread::current() else { return };
+    let st = match thread::existing() {
+        Existing::Recording(st) => st,
+        Existing::Quiet => return,
+        Existing::NoState => return on_block_slow(ret),
+    };
     let slot = ((ret ^ (ret >> 12)) as usize) & (BLOCK_CACHE - 1);
-    let cached = st.blocks[slot];
+    // SAFETY: `blocks` has BLOCK_CACHE entries (made so in `thread::create`, never resized)
+    // and `slot < BLOCK_CACHE`.
+    let cached = unsafe { *st.blocks.get_unchecked(slot) };
     if cached.pc == ret {
         st.advance(u64::from(cached.units), u64::from(cached.flops));
         return;
     }
+    miss(st, slot, ret);
+}
+
+/// The thread's first event: [`thread::current`] creates its state.
+#[cold]
+#[inline(never)]
+fn on_block_slow(ret: u64) {
+    let Some(st) = thread::current() else { return };
+    let slot = ((ret ^ (ret >> 12)) as usize) & (BLOCK_CACHE - 1);
+    miss(st, slot, ret);
+}
+
+/// A block not in the thread's cache: look it up (or decode it) and cache it.
+#[cold]
+#[inline(never)]
+fn miss(st: &mut thread::ThreadState, slot: usize, ret: u64) {
     let cost = st.quiet(|_| cost_of(ret));
-    st.blocks[slot] = CachedBlock {
-        pc: ret,
-        units: cost.units,
-        flops: cost.flops,
-    };
+    if let Some(b) = st.blocks.get_mut(slot) {
+        *b = CachedBlock {
+            pc: ret,
+            units: cost.units,
+            flops: cost.flops,
+        };
+    }
     st.advance(u64::from(cost.units), u64::from(cost.flops));
 }
 

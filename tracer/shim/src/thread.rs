@@ -1,21 +1,36 @@
 //! Per-thread recording state: the event buffer, pending time, the re-entrancy guard.
 //!
-//! The hot path (one access) is: one relaxed load of the global enable flag, one TLS load, a
-//! store of the event into a preallocated buffer and a release store of the committed length.
-//! Nothing allocates until a buffer is full; then it goes to the writer thread and a recycled
-//! buffer takes its place.
+//! The hot path (one access) is: one relaxed load of the global enable flag, one initial-exec
+//! TLS load (two instructions, no call), the stores of the pending `Advance` and the access into
+//! a preallocated buffer, and one capacity check. Nothing allocates until a buffer is full; then
+//! it goes to the writer thread and a recycled buffer takes its place.
 //!
 //! At exit (or on SIGINT/SIGTERM) another thread collects the committed events of every thread
 //! still alive, e.g. OpenMP pool threads that never exit: the owner only ever writes slots
 //! beyond the committed length, and buffer swaps happen under a per-thread lock, so the
 //! collector reads a stable prefix.
+//!
+//! The committed length is published (a release store) by every event except accesses and
+//! `Advance`s: synchronization, thread, region and heap events, and buffer swaps (which hand
+//! everything before them to the writer). A thread's own end (exit destructor, or the thread
+//! that calls `exit`) sends all its events. So a thread that is idle at exit or at a stop signal
+//! (an OpenMP pool thread waiting for work: its last events are barrier/region events) loses
+//! nothing, while a thread still computing then loses the accesses (and time) since its last
+//! committed event.
+//!
+//! The per-thread state pointer lives in an initial-exec TLS slot (`.tbss`, defined below in
+//! assembly, read `%fs`-relative through its GOT offset) instead of a Rust `thread_local!`,
+//! which in a shared library costs a `__tls_get_addr` call per access. Initial-exec TLS needs
+//! the shim to be loaded at program start (it is: a `DT_NEEDED` dependency of every program
+//! built with `cachescope cc`, and `LD_PRELOAD`ed by `cachescope record`); **the shim must not
+//! be `dlopen`ed** (glibc may refuse: "cannot allocate memory in static TLS block").
 
 use std::cell::Cell;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use cachescope_schema::{Event, ThreadId};
+use cachescope_schema::{Access, AccessKind, CodePos, Event, ThreadId};
 
 use crate::recorder::{self, lock, Msg, BUFFER_EVENTS};
 
@@ -24,8 +39,8 @@ const INTERNAL: u8 = 1;
 /// Flag: this thread is creating its state; allocations it makes are not recorded.
 const CREATING: u8 = 2;
 
+/// The slow-path thread-local flags (the state pointer itself is in [`state_slot`]).
 struct Tls {
-    state: Cell<*mut ThreadState>,
     flags: Cell<u8>,
     /// The id `pthread_create` chose for this thread, or `u32::MAX`.
     assigned: Cell<u32>,
@@ -34,11 +49,59 @@ struct Tls {
 thread_local! {
     static TLS: Tls = const {
         Tls {
-            state: Cell::new(ptr::null_mut()),
             flags: Cell::new(0),
             assigned: Cell::new(u32::MAX),
         }
     };
+}
+
+// The calling thread's `*mut ThreadState` (null until `create`, and again after `retire`): an
+// 8-byte initial-exec TLS variable. Hidden, so it is resolved inside the shim and exported to
+// no one; zero-initialized in every new thread (`.tbss`).
+core::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 3",
+    ".globl cachescope_shim_state_slot",
+    ".hidden cachescope_shim_state_slot",
+    ".type cachescope_shim_state_slot,@object",
+    ".size cachescope_shim_state_slot,8",
+    "cachescope_shim_state_slot:",
+    ".zero 8",
+    ".popsection",
+);
+
+/// The calling thread's state pointer (see the `global_asm!` above).
+#[inline(always)]
+fn state_slot() -> *mut ThreadState {
+    let p: *mut ThreadState;
+    // SAFETY: reads the calling thread's own 8-byte TLS slot: its offset from the thread
+    // pointer (%fs) comes from the GOT entry the linker made for the initial-exec relocation;
+    // the slot exists in every thread of the process since the shim is loaded at start.
+    // Not `pure`: `create`/`retire` change it between calls.
+    unsafe {
+        core::arch::asm!(
+            "mov {p}, qword ptr [rip + cachescope_shim_state_slot@GOTTPOFF]",
+            "mov {p}, qword ptr fs:[{p}]",
+            p = out(reg) p,
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+    p
+}
+
+/// Sets the calling thread's state pointer.
+fn set_state_slot(p: *mut ThreadState) {
+    // SAFETY: writes the calling thread's own TLS slot (see `state_slot`); nothing else
+    // refers to that memory.
+    unsafe {
+        core::arch::asm!(
+            "mov {t}, qword ptr [rip + cachescope_shim_state_slot@GOTTPOFF]",
+            "mov qword ptr fs:[{t}], {p}",
+            t = out(reg) _,
+            p = in(reg) p,
+            options(nostack, preserves_flags),
+        );
+    }
 }
 
 /// One OpenMP team this thread belongs to (innermost last).
@@ -62,26 +125,32 @@ pub(crate) struct CachedBlock {
 pub(crate) const BLOCK_CACHE: usize = 4096;
 
 /// Recording state of one thread.
+///
+/// `#[repr(C)]` keeps the fields of the hot path together at the start.
+#[repr(C)]
 pub(crate) struct ThreadState {
-    /// Recorded thread id.
-    pub tid: ThreadId,
-    /// Start of the current buffer (capacity [`BUFFER_EVENTS`]); written by the owner only.
-    ptr: *mut Event,
-    /// Events in the current buffer (owner's view).
-    len: usize,
-    /// The current buffer, for the collector.
-    shared_ptr: AtomicPtr<Event>,
-    /// Events the collector may read.
-    committed: AtomicUsize,
-    /// Held while the owner swaps buffers or the collector reads.
-    swap: Mutex<SwapState>,
+    /// Next free slot of the current buffer; written by the owner only.
+    cur: *mut Event,
+    /// `ptr + BUFFER_EVENTS - 1`. Between pushes `cur < limit`, so at least two slots (a push's
+    /// `Advance` and its event) are free; a push that reaches `limit` swaps the buffer.
+    limit: *mut Event,
     pending_units: u64,
     pending_flops: u64,
     /// Set while the shim itself runs on this thread (nothing is recorded then).
     pub busy: bool,
+    /// Recorded thread id.
+    pub tid: ThreadId,
+    /// Start of the current buffer (capacity [`BUFFER_EVENTS`]); written by the owner only.
+    ptr: *mut Event,
+    /// The current buffer, for the collector.
+    shared_ptr: AtomicPtr<Event>,
+    /// Events the collector may read (published by [`ThreadState::push`], not by accesses).
+    committed: AtomicUsize,
+    /// Held while the owner swaps buffers or the collector reads.
+    swap: Mutex<SwapState>,
     /// Enclosing OpenMP teams.
     pub teams: Vec<Team>,
-    /// Block costs seen by this thread.
+    /// Block costs seen by this thread ([`BLOCK_CACHE`] entries).
     pub blocks: Box<[CachedBlock]>,
 }
 
@@ -122,7 +191,7 @@ pub(crate) fn current() -> Option<&'static mut ThreadState> {
     if !recorder::enabled() {
         return None;
     }
-    let p = TLS.with(|t| t.state.get());
+    let p = state_slot();
     if p.is_null() {
         return create();
     }
@@ -133,6 +202,55 @@ pub(crate) fn current() -> Option<&'static mut ThreadState> {
         None
     } else {
         Some(st)
+    }
+}
+
+/// [`current`] without the state's creation, so that callers can outline that rare case
+/// and keep their hot path free of saved registers.
+pub(crate) enum Existing {
+    /// The thread records now.
+    Recording(&'static mut ThreadState),
+    /// Recording is off, or the shim works on this thread: record nothing.
+    Quiet,
+    /// The thread has no state (yet): call [`current`], which decides and creates it.
+    NoState,
+}
+
+/// See [`Existing`].
+#[inline(always)]
+pub(crate) fn existing() -> Existing {
+    if !recorder::enabled() {
+        return Existing::Quiet;
+    }
+    let p = state_slot();
+    if p.is_null() {
+        return Existing::NoState;
+    }
+    // SAFETY: as in `current`.
+    let st = unsafe { &mut *p };
+    if st.busy {
+        Existing::Quiet
+    } else {
+        Existing::Recording(st)
+    }
+}
+
+/// Records an access of `size` bytes at `addr` by the instruction at `pc` (0: unknown) on the
+/// calling thread if it records now.
+#[inline(always)]
+pub(crate) fn record_access(kind: AccessKind, size: u32, addr: u64, pc: u64) {
+    match existing() {
+        Existing::Recording(st) => st.push_access(kind, size, addr, pc),
+        Existing::Quiet => {}
+        Existing::NoState => record_access_slow(kind, size, addr, pc),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn record_access_slow(kind: AccessKind, size: u32, addr: u64, pc: u64) {
+    if let Some(st) = current() {
+        st.push_access(kind, size, addr, pc);
     }
 }
 
@@ -152,18 +270,18 @@ fn create() -> Option<&'static mut ThreadState> {
     } else {
         assigned
     };
-    let mut buf = std::mem::ManuallyDrop::new(recorder::take_buffer());
-    let p = buf.as_mut_ptr();
+    let p = fresh_buffer();
     let st = Box::new(ThreadState {
-        tid,
-        ptr: p,
-        len: 0,
-        shared_ptr: AtomicPtr::new(p),
-        committed: AtomicUsize::new(0),
-        swap: Mutex::new(SwapState::default()),
+        cur: p,
+        limit: buffer_limit(p),
         pending_units: 0,
         pending_flops: 0,
         busy: false,
+        tid,
+        ptr: p,
+        shared_ptr: AtomicPtr::new(p),
+        committed: AtomicUsize::new(0),
+        swap: Mutex::new(SwapState::default()),
         teams: Vec::with_capacity(8),
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
     });
@@ -175,28 +293,94 @@ fn create() -> Option<&'static mut ThreadState> {
         // handed back to `on_thread_exit` when the thread ends.
         unsafe { libc::pthread_setspecific(key as libc::pthread_key_t, raw.cast()) };
     }
-    TLS.with(|t| {
-        t.state.set(raw);
-        t.flags.set(flags);
-    });
+    set_state_slot(raw);
+    TLS.with(|t| t.flags.set(flags));
     // SAFETY: just created for this thread, see `current`.
     Some(unsafe { &mut *raw })
 }
 
+/// An empty buffer from the pool, as a raw pointer to its [`BUFFER_EVENTS`] slots (turned
+/// back into a `Vec` by [`ThreadState::take_events`]).
+fn fresh_buffer() -> *mut Event {
+    std::mem::ManuallyDrop::new(recorder::take_buffer()).as_mut_ptr()
+}
+
+/// The swap threshold of the buffer at `p`: its last slot.
+fn buffer_limit(p: *mut Event) -> *mut Event {
+    // SAFETY: `p` is the start of a buffer of BUFFER_EVENTS slots: its last slot is in bounds.
+    unsafe { p.add(BUFFER_EVENTS - 1) }
+}
+
 impl ThreadState {
-    /// Records `event`, preceded by the time the thread executed since its last event.
+    /// Records `event`, preceded by the time the thread executed since its last event, and
+    /// publishes both to the collector (for everything but accesses; see the module doc).
     #[inline(always)]
     pub fn push(&mut self, event: Event) {
+        // SAFETY: see `put`; this thread owns the state.
+        let n = unsafe { self.put(event) };
+        self.committed.store(n, Ordering::Release);
+        self.check_room();
+    }
+
+    /// Records an access (see [`record_access`]), preceded by the pending time, without
+    /// publishing it (the hot path: the next `push`, buffer swap or the thread's end does).
+    #[inline(always)]
+    pub fn push_access(&mut self, kind: AccessKind, size: u32, addr: u64, pc: u64) {
+        let access = Access {
+            kind,
+            size,
+            addr,
+            pc: CodePos::new(pc),
+        };
+        // SAFETY: see `put`.
+        unsafe { self.put(Event::Access(access)) };
+        self.check_room();
+    }
+
+    /// Writes the pending `Advance` (if any) and `event` into the free slots; returns the
+    /// number of events now in the buffer.
+    ///
+    /// # Safety
+    /// Only called between pushes, when `cur < limit` (two free slots).
+    #[inline(always)]
+    unsafe fn put(&mut self, event: Event) -> usize {
+        let mut cur = self.cur;
         if (self.pending_units | self.pending_flops) != 0 {
-            let advance = Event::Advance {
-                units: self.pending_units,
-                flops: self.pending_flops,
-            };
+            // SAFETY: `cur < limit`, so `cur` and `cur + 1` are slots of the buffer; only this
+            // thread writes them, beyond `committed`, which the collector never reads past.
+            unsafe {
+                cur.write(Event::Advance {
+                    units: self.pending_units,
+                    flops: self.pending_flops,
+                });
+                cur = cur.add(1);
+            }
             self.pending_units = 0;
             self.pending_flops = 0;
-            self.push_raw(advance);
         }
-        self.push_raw(event);
+        // SAFETY: as above (`cur` is at most the old `cur + 1`).
+        unsafe {
+            cur.write(event);
+            cur = cur.add(1);
+        }
+        self.cur = cur;
+        self.len()
+    }
+
+    /// Swaps the buffer if fewer than two slots are left, restoring `cur < limit`.
+    #[inline(always)]
+    fn check_room(&mut self) {
+        if self.cur >= self.limit {
+            self.swap_buffer();
+        }
+    }
+
+    /// Events in the current buffer.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        // Plain arithmetic on the addresses (both point into the current buffer, `cur` not
+        // before `ptr`); wrapping, so that it cannot panic whatever happens.
+        (self.cur as usize).wrapping_sub(self.ptr as usize) / std::mem::size_of::<Event>()
     }
 
     /// Adds executed time (instructions and FLOPs of a basic block).
@@ -206,30 +390,29 @@ impl ThreadState {
         self.pending_flops += flops;
     }
 
-    #[inline(always)]
-    fn push_raw(&mut self, event: Event) {
-        // SAFETY: `ptr` points to a buffer of BUFFER_EVENTS events and `len < BUFFER_EVENTS`
-        // (the buffer is swapped as soon as it is full); only this thread writes it, and
-        // only beyond `committed`, which the collector never reads past.
-        unsafe { self.ptr.add(self.len).write(event) };
-        self.len += 1;
-        self.committed.store(self.len, Ordering::Release);
-        if self.len == BUFFER_EVENTS {
-            self.swap_buffer();
-        }
+    /// The current buffer's events, as the `Vec` it came from.
+    ///
+    /// # Safety
+    /// The caller must replace `ptr`/`cur` (or drop the state) before pushing again: the
+    /// buffer now belongs to the returned `Vec`.
+    unsafe fn take_events(&self) -> Vec<Event> {
+        // SAFETY: `ptr` came from a Vec with capacity BUFFER_EVENTS (take_buffer) whose first
+        // `len` elements this thread initialized.
+        unsafe { Vec::from_raw_parts(self.ptr, self.len(), BUFFER_EVENTS) }
     }
 
     #[cold]
+    #[inline(never)]
     fn swap_buffer(&mut self) {
         let was_busy = std::mem::replace(&mut self.busy, true);
-        let fresh = std::mem::ManuallyDrop::new(recorder::take_buffer()).as_mut_ptr();
+        let fresh = fresh_buffer();
         let full = {
             let swap = lock(&self.swap);
-            // SAFETY: `ptr` came from a Vec with capacity BUFFER_EVENTS (take_buffer) whose
-            // first `len` elements this thread initialized.
-            let full = unsafe { Vec::from_raw_parts(self.ptr, self.len, BUFFER_EVENTS) };
+            // SAFETY: `ptr` and `cur` are replaced right below.
+            let full = unsafe { self.take_events() };
             self.ptr = fresh;
-            self.len = 0;
+            self.cur = fresh;
+            self.limit = buffer_limit(fresh);
             self.shared_ptr.store(fresh, Ordering::Release);
             self.committed.store(0, Ordering::Release);
             (!swap.collected).then_some(full)
@@ -251,7 +434,8 @@ impl ThreadState {
 
 /// Runs `f` with recording suspended on the calling thread, whether or not it has a state.
 pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
-    let (p, flags) = TLS.with(|t| (t.state.get(), t.flags.get()));
+    let p = state_slot();
+    let flags = TLS.with(|t| t.flags.get());
     TLS.with(|t| t.flags.set(flags | INTERNAL));
     let was_busy = if p.is_null() {
         false
@@ -298,7 +482,7 @@ pub(crate) fn collect_all() -> Vec<(ThreadId, Vec<Event>, bool)> {
 
 /// Ends the calling thread's stream: records its exit and hands its events to the writer.
 pub(crate) fn end_current_thread() {
-    let p = TLS.with(|t| t.state.get());
+    let p = state_slot();
     if p.is_null() {
         return;
     }
@@ -310,7 +494,7 @@ pub(crate) fn end_current_thread() {
 
 /// pthread key destructor: runs when a thread that recorded exits.
 extern "C" fn on_thread_exit(p: *mut libc::c_void) {
-    let mine = TLS.with(|t| t.state.get());
+    let mine = state_slot();
     if mine.is_null() || mine.cast() != p {
         return;
     }
@@ -322,17 +506,15 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
 
 /// Sends a thread's last events and frees its state.
 fn retire(p: *mut ThreadState) {
-    TLS.with(|t| {
-        t.state.set(ptr::null_mut());
-        t.flags.set(t.flags.get() | INTERNAL);
-    });
+    set_state_slot(ptr::null_mut());
+    TLS.with(|t| t.flags.set(t.flags.get() | INTERNAL));
     lock(&REGISTRY).0.retain(|&q| q != p as usize);
     // SAFETY: `p` is this thread's state, out of the registry and the TLS slot: nobody else
     // can reach it now.
     let st = unsafe { Box::from_raw(p) };
     let collected = lock(&st.swap).collected;
-    // SAFETY: as in `swap_buffer`.
-    let events = unsafe { Vec::from_raw_parts(st.ptr, st.len, BUFFER_EVENTS) };
+    // SAFETY: the state is dropped below without pushing again.
+    let events = unsafe { st.take_events() };
     if !collected {
         recorder::send(Msg::Events(st.tid, events));
         recorder::send(Msg::ThreadDone(st.tid));

@@ -6,23 +6,16 @@
 //! Rust has no stable way to read a return address otherwise. Atomics are in [`crate::atomics`].
 
 use cachescope_schema::limits::MAX_ACCESS_BYTES;
-use cachescope_schema::{Access, AccessKind, CodePos, Event};
+use cachescope_schema::AccessKind;
 
 use crate::thread;
 
 /// Records one access of `size` bytes at `addr`, made by the call returning to `ret`.
 #[inline(always)]
 pub(crate) fn access(kind: AccessKind, size: u32, addr: u64, ret: u64) {
-    if let Some(st) = thread::current() {
-        st.push(Event::Access(Access {
-            kind,
-            size,
-            addr,
-            // The return address is the instruction after the call; one less lies inside the
-            // call, whose source line is the access's.
-            pc: CodePos::new(ret.wrapping_sub(1)),
-        }));
-    }
+    // The return address is the instruction after the call; one less lies inside the call,
+    // whose source line is the access's.
+    thread::record_access(kind, size, addr, ret.wrapping_sub(1));
 }
 
 /// Records an access of any length, split into pieces the trace format accepts.
