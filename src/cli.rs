@@ -41,6 +41,30 @@ pub enum Command {
     Record(RecordArgs),
     /// Find false sharing: exit 0 when clean, 1 when findings exceed the thresholds.
     Audit(AuditArgs),
+    /// Measure machine parameters natively and write them into a machine model.
+    Calibrate(CalibrateArgs),
+}
+
+/// `cachescope calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Measure τ, the cost of one false-sharing event in cycles (thesis §4.2.4; gcc needed).
+    #[arg(long)]
+    pub false_sharing: bool,
+    /// Write the base model with the measured τ and clock here (TOML, for --machine).
+    #[arg(short, long, value_name = "FILE.toml")]
+    pub output: Option<PathBuf>,
+    /// Base machine model for the written model: a preset or a TOML file.
+    #[arg(long, short, default_value = "ivybridge-4c")]
+    pub machine: String,
+    /// Timed runs per mode; the medians are used.
+    #[arg(long, default_value_t = 7)]
+    pub repetitions: u32,
+    /// Modify operations per thread and run (rounded to a multiple of 64).
+    #[arg(long, default_value_t = 1 << 24)]
+    pub ops: u64,
+    #[command(flatten)]
+    pub json: JsonArg,
 }
 
 /// `cachescope audit`.

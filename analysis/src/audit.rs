@@ -20,10 +20,14 @@ use crate::symbols::{DataObject, Symbolizer};
 pub struct AuditConfig {
     /// A data object is a finding when its estimated false-sharing events reach this ...
     pub min_events: u64,
-    /// ... and their estimated cost reaches this share of a thread's time (0..1). Below it,
-    /// false sharing is left alone: a few events at chunk or region borders cost little, and
-    /// the share does not grow with the input size the way an event count does.
+    /// ... and their estimated cost reaches this share of a thread's time inside parallel
+    /// regions (0..1) ...
     pub min_time_share: f64,
+    /// ... and at least this fraction of the object's cache lines is falsely shared (0..1;
+    /// objects of unknown size count as fully affected). This separates a layout problem (most
+    /// lines of per-thread data shared) from sharing at the borders of otherwise separate
+    /// per-thread chunks, which stays small whatever the input size.
+    pub min_line_fraction: f64,
     /// Cost of one false-sharing event in cycles (τ); the machine model's value when unset.
     pub penalty_cycles: Option<f64>,
     /// Line sizes to predict with, besides the machine's.
@@ -42,7 +46,8 @@ impl Default for AuditConfig {
     fn default() -> Self {
         AuditConfig {
             min_events: 1000,
-            min_time_share: 0.2,
+            min_time_share: 0.01,
+            min_line_fraction: 0.2,
             penalty_cycles: None,
             predict_line_sizes: vec![32, 128],
             predict_shift_step: 8,
@@ -120,6 +125,8 @@ pub struct Finding {
     pub exchanges: u64,
     /// Cache lines of the object involved.
     pub lines: usize,
+    /// Those lines as a fraction of the object's lines (1 when the object's size is unknown).
+    pub line_fraction: f64,
     /// Byte offsets of the involved lines from the object's start (globals and heap blocks).
     pub offsets: Vec<u64>,
     /// Threads involved.
@@ -234,24 +241,23 @@ pub fn audit(
     let mut heap = HeapMap::new();
     let reports = estimate_trace(trace, &layouts, &mut heap)?;
     let mut symbols = Symbolizer::new(trace.modules());
-    let thread_cycles: BTreeMap<ThreadId, f64> = trace
+    // A thread's time: inside parallel regions when it has any (serial set-up and tear-down
+    // would dilute the cost of false sharing in the parallel phases), else the whole run.
+    let whole: BTreeMap<ThreadId, u64> = trace
         .trailer()
-        .map(|t| {
-            t.threads
-                .iter()
-                .map(|x| (x.thread, x.end_time as f64 / machine.ipc.max(1e-9)))
-                .collect()
-        })
+        .map(|t| t.threads.iter().map(|x| (x.thread, x.end_time)).collect())
         .unwrap_or_default();
-    let thread_units: BTreeMap<ThreadId, f64> = trace
-        .trailer()
-        .map(|t| {
-            t.threads
-                .iter()
-                .map(|x| (x.thread, x.end_time as f64))
-                .collect()
+    let thread_units: BTreeMap<ThreadId, f64> = whole
+        .iter()
+        .map(|(t, w)| {
+            let inside = reports[0].region_units.get(t).copied().unwrap_or(0);
+            (*t, if inside > 0 { inside } else { *w } as f64)
         })
-        .unwrap_or_default();
+        .collect();
+    let thread_cycles: BTreeMap<ThreadId, f64> = thread_units
+        .iter()
+        .map(|(t, u)| (*t, u / machine.ipc.max(1e-9)))
+        .collect();
     let penalty = config.penalty_cycles.unwrap_or(machine.penalty_cycles);
 
     let recorded = group(&reports[0], &mut symbols);
@@ -269,7 +275,7 @@ pub fn audit(
         let mut f = finding(
             FindingKind::FalseSharing,
             object,
-            reports[0].layout,
+            &reports[0],
             blocks,
             &mut symbols,
             penalty,
@@ -299,7 +305,7 @@ pub fn audit(
             let f = finding(
                 FindingKind::LatentFalseSharing,
                 &object,
-                report.layout,
+                report,
                 &blocks,
                 &mut symbols,
                 penalty,
@@ -462,7 +468,9 @@ fn rate(
     } else {
         0.0
     };
-    f.exceeds = f.events >= config.min_events && f.time_share >= config.min_time_share;
+    f.exceeds = f.events >= config.min_events
+        && f.time_share >= config.min_time_share
+        && f.line_fraction >= config.min_line_fraction;
 }
 
 /// Groups a report's blocks by the data object they belong to.
@@ -500,6 +508,17 @@ fn object_name(b: &BlockEstimate, symbols: &mut Symbolizer) -> ObjectName {
     }
 }
 
+/// Size in bytes of the object containing the block, when known.
+fn object_size(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<u64> {
+    if let Some(h) = &b.heap {
+        return Some(h.size);
+    }
+    match symbols.data(b.sample_addr) {
+        Some(DataObject::Global { size, .. }) => Some(size),
+        _ => None,
+    }
+}
+
 /// Start address of the object containing the block (for offsets).
 fn object_base(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<u64> {
     if let Some(h) = &b.heap {
@@ -515,7 +534,7 @@ fn object_base(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<u64> {
 fn finding(
     kind: FindingKind,
     object: &ObjectName,
-    layout: Layout,
+    report: &PlutoReport,
     blocks: &[BlockEstimate],
     symbols: &mut Symbolizer,
     penalty: f64,
@@ -523,6 +542,7 @@ fn finding(
     thread_units: &BTreeMap<ThreadId, f64>,
     config: &AuditConfig,
 ) -> Finding {
+    let layout = report.layout;
     let events: u64 = blocks.iter().map(|b| b.phi_prime).sum();
     let worst: u64 = blocks.iter().map(|b| b.phi).sum();
     let exchanges: u64 = blocks.iter().map(|b| b.theta).sum();
@@ -563,6 +583,15 @@ fn finding(
     offsets.sort_unstable();
     offsets.dedup();
     offsets.truncate(16);
+    // Of the object's written lines, how many are falsely shared.
+    let written = blocks.first().and_then(|b| {
+        let base = object_base(b, symbols)?;
+        let size = object_size(b, symbols)?;
+        Some(report.written_in(base.wrapping_add(layout.shift), base + size + layout.shift))
+    });
+    let line_fraction = written
+        .filter(|&n| n > 0)
+        .map_or(1.0, |n| (blocks.len() as f64 / n as f64).min(1.0));
     let suggestion = suggestion(kind, object, layout, threads.len());
     let fingerprint = fingerprint(kind, object, writer.as_ref(), victim.as_ref());
     let mut f = Finding {
@@ -577,6 +606,7 @@ fn finding(
         worst_case_events: worst,
         exchanges,
         lines: blocks.len(),
+        line_fraction,
         offsets,
         threads,
         writer,

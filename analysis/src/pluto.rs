@@ -26,7 +26,7 @@
 //! count every block in both segments; blocks one thread uses alone cannot move between cores,
 //! so they are left out.)
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use cachescope_schema::{AccessKind, CodePos, Event, ThreadId, TraceError, TraceFile};
 use serde::Serialize;
@@ -118,6 +118,22 @@ pub struct PlutoReport {
     pub segments: u64,
     /// Blocks with φ̃ > 0, by φ̃′ then φ̃ (largest first).
     pub blocks: Vec<BlockEstimate>,
+    /// Per thread: time units spent inside parallel regions (`RegionBegin`..`RegionEnd`), 0
+    /// for threads that never entered one (e.g. plain pthreads).
+    pub region_units: BTreeMap<ThreadId, u64>,
+    /// Every block written during the run (start addresses in the recorded address space), to
+    /// tell how much of an object's written data a finding covers.
+    #[serde(skip)]
+    pub written_blocks: BTreeSet<u64>,
+}
+
+impl PlutoReport {
+    /// Written blocks within `[start, end)`.
+    pub fn written_in(&self, start: u64, end: u64) -> usize {
+        let line = self.layout.line_size;
+        let from = start & !(line - 1);
+        self.written_blocks.range(from..end).count()
+    }
 }
 
 impl PlutoReport {
@@ -176,6 +192,7 @@ type SharedSet = HashMap<u64, (HashSet<ThreadId>, bool)>;
 /// Accumulates the segments of all threads.
 struct Estimator {
     layout: Layout,
+    written: BTreeSet<u64>,
     current: HashMap<u64, BlockCounts>,
     previous: HashMap<u64, (HashSet<ThreadId>, bool)>,
     totals: HashMap<u64, BlockEstimate>,
@@ -186,6 +203,7 @@ impl Estimator {
     fn new(layout: Layout) -> Self {
         Estimator {
             layout,
+            written: BTreeSet::new(),
             current: HashMap::new(),
             previous: HashMap::new(),
             totals: HashMap::new(),
@@ -251,6 +269,9 @@ impl Estimator {
         let mut shared: SharedSet = HashMap::new();
         for (block, b) in self.current.drain() {
             let any_store = b.threads.values().any(|t| t.stores > 0);
+            if any_store {
+                self.written.insert(block.wrapping_sub(self.layout.shift));
+            }
             let tids: HashSet<ThreadId> = b.threads.keys().copied().collect();
             let (phi, theta) = estimate(&b);
             // Transfer from the previous segment (Eq. 4–5): a block used by ≥ 2 threads over
@@ -310,6 +331,8 @@ impl Estimator {
             layout: self.layout,
             segments: self.segments,
             blocks,
+            region_units: BTreeMap::new(),
+            written_blocks: self.written,
         }
     }
 }
@@ -330,6 +353,8 @@ pub fn estimate_trace(
     for &t in &ids {
         streams.push((t, trace.thread_events(t)?, false));
     }
+    // Per thread: region nesting depth and units spent inside regions.
+    let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
     loop {
         let mut any = false;
         for (tid, events, done) in streams.iter_mut() {
@@ -353,6 +378,17 @@ pub fn estimate_trace(
                         any = true;
                         break;
                     }
+                    Some(Ok(Event::Advance { units, .. })) => {
+                        let r = regions.entry(*tid).or_default();
+                        if r.0 > 0 {
+                            r.1 = r.1.saturating_add(units);
+                        }
+                    }
+                    Some(Ok(Event::RegionBegin { .. })) => regions.entry(*tid).or_default().0 += 1,
+                    Some(Ok(Event::RegionEnd { .. })) => {
+                        let r = regions.entry(*tid).or_default();
+                        r.0 = r.0.saturating_sub(1);
+                    }
                     Some(Ok(Event::Alloc { addr, size, site })) => heap.on_alloc(addr, size, site),
                     Some(Ok(Event::Free { addr })) => {
                         heap.on_free(addr);
@@ -368,7 +404,16 @@ pub fn estimate_trace(
             break;
         }
     }
-    Ok(estimators.into_iter().map(|e| e.finish(heap)).collect())
+    let region_units: BTreeMap<ThreadId, u64> =
+        regions.into_iter().map(|(t, (_, u))| (t, u)).collect();
+    Ok(estimators
+        .into_iter()
+        .map(|e| {
+            let mut r = e.finish(heap);
+            r.region_units = region_units.clone();
+            r
+        })
+        .collect())
 }
 
 #[cfg(test)]

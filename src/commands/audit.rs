@@ -243,13 +243,14 @@ fn render(trace: &Path, r: &AuditReport, baselined: usize) -> String {
     let _ = writeln!(
         o,
         "verdict: {} ({} finding(s), {} not in the baseline ({} fingerprint(s)); a finding has \
-         >= {} events and >= {:.0}% of a thread's time)",
+         >= {} events, >= {:.0}% of a thread's time and >= {:.0}% of the object's lines)",
         if r.fails() { "FAIL" } else { "pass" },
         r.findings.len(),
         failing,
         baselined,
         r.config.min_events,
-        r.config.min_time_share * 100.0
+        r.config.min_time_share * 100.0,
+        r.config.min_line_fraction * 100.0
     );
     o
 }

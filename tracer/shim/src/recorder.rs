@@ -160,6 +160,7 @@ pub(crate) fn start() {
         .name("cachescope-writer".into())
         .spawn(move || {
             thread::mark_internal();
+            lower_priority();
             writer_loop(writer, rx)
         });
     let handle = match handle {
@@ -180,6 +181,21 @@ pub(crate) fn start() {
         path,
     });
     ENABLED.store(true, Ordering::SeqCst);
+}
+
+/// Gives the writer thread the lowest CPU priority. On a machine with as many cores as program
+/// threads, an equal-priority writer would take turns with the program's threads, and the
+/// program's own interleaving (which thread gets which chunk of a dynamic schedule, who
+/// touches a line first) would follow the writer's time slices instead of the program. At
+/// the lowest priority it mostly runs when the program's threads wait, including on the full
+/// queue.
+fn lower_priority() {
+    // SAFETY: gettid and setpriority have no memory-safety preconditions; failure (e.g. a
+    // restrictive sandbox) only leaves the priority as it was.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+    }
 }
 
 fn program_path() -> String {

@@ -1,0 +1,411 @@
+//! `cachescope calibrate --false-sharing`: measures τ, the cost of one false-sharing event in
+//! cycles, with the synthetic benchmark of thesis §4.2.4, and writes a machine model with it.
+//!
+//! The benchmark (`calibrate/false_sharing_bench.c`, embedded) is compiled with `gcc -O2
+//! -pthread` into a temporary directory and run once. Two threads, pinned to two CPUs, each
+//! modify (load + store) `ops` 4-byte ints at 64-byte strides over `LINES` lines: 4 bytes apart
+//! (false sharing) or in disjoint regions (none), alternating, `repetitions` times each.
+//!
+//! **Events, as the audit counts them.** Pluto's φ̃′ for one line modified `R` times by each of
+//! two threads at different offsets, with no barrier in between, is
+//! `2·[min(S₀, L₁) + min(S₁, L₀)] − 1 − θ̃ = 2·(R + R) − 1 − 0 = 4R − 1`: one event per memory
+//! reference (two per modify, the thesis's "twice the number of evictions"). The benchmark's
+//! events are `LINES · (4R − 1)` with `R = ops / LINES`.
+//!
+//! **τ.** The audit's cost is events × τ summed over all threads, so τ is the extra thread
+//! time per event: `τ = f · (T_fs − T_nofs) / events`, where T is the median over the
+//! repetitions of the two threads' times added up. With two balanced threads this is the thesis's "overhead per
+//! memory reference" (wall-time difference per reference of one thread).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context, Result};
+use cachescope_sim::model::BandwidthModel;
+use cachescope_sim::MachineModel;
+use serde::Serialize;
+
+use crate::cli::CalibrateArgs;
+use crate::output::write_json;
+
+/// The benchmark's C source.
+const BENCH_SOURCE: &str = include_str!("../../calibrate/false_sharing_bench.c");
+/// Lines each thread walks over (4 KiB per thread: fits any L1, like the thesis's small sizes).
+const LINES: u64 = 64;
+/// IPC to assume when the base model has no bandwidth section (the audit's own default).
+const DEFAULT_IPC: f64 = 1.0;
+
+/// Where the clock frequency came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Frequency {
+    /// GHz.
+    pub ghz: f64,
+    /// The file or field it was read from.
+    pub source: String,
+}
+
+/// The medians of one mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeTimes {
+    /// Median wall time of a run, seconds.
+    pub wall_s: f64,
+    /// Median time of each thread, seconds.
+    pub thread_s: [f64; 2],
+    /// Median over runs of the two threads' times added up, seconds (what τ uses).
+    pub thread_sum_s: f64,
+}
+
+/// The calibration result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    /// Modify operations per thread and run.
+    pub ops_per_thread: u64,
+    /// Lines per thread.
+    pub lines: u64,
+    /// Timed runs per mode.
+    pub repetitions: u32,
+    /// CPUs the threads were pinned to (None: not pinned, fewer than two usable CPUs).
+    pub pinned_cpus: Option<[u32; 2]>,
+    /// With false sharing.
+    pub false_sharing: ModeTimes,
+    /// Without.
+    pub no_false_sharing: ModeTimes,
+    /// Pluto's φ̃′ for the benchmark's false-sharing run (both threads).
+    pub events: u64,
+    /// Memory references of that run (both threads; a modify is a load and a store).
+    pub references: u64,
+    /// The clock.
+    pub frequency: Frequency,
+    /// τ, cycles per false-sharing event.
+    pub tau_cycles: f64,
+    /// τ in nanoseconds.
+    pub tau_ns: f64,
+    /// Wall time of one reference of one thread with false sharing, cycles.
+    pub cycles_per_reference_fs: f64,
+    /// The same without false sharing.
+    pub cycles_per_reference_nofs: f64,
+    /// The model written (with -o).
+    pub model_file: Option<PathBuf>,
+}
+
+/// Runs the calibration.
+pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
+    if !args.false_sharing {
+        bail!("nothing to calibrate: pass --false-sharing (the only calibration so far)");
+    }
+    if args.repetitions == 0 {
+        bail!("--repetitions must be at least 1");
+    }
+    let ops = (args.ops / LINES).max(1) * LINES;
+    let base = MachineModel::load(&args.machine)
+        .with_context(|| format!("loading base machine model {:?}", args.machine))?;
+    let dir = tempfile::tempdir().context("creating a temporary directory for the benchmark")?;
+    let exe = compile(dir.path())?;
+    let (pinned, fs, nofs) = measure(&exe, ops, args.repetitions)?;
+    let frequency = frequency(&base)?;
+
+    let reps_per_line = ops / LINES;
+    let events = LINES * (4 * reps_per_line - 1);
+    let references = 2 * 2 * ops;
+    let extra_s = fs.thread_sum_s - nofs.thread_sum_s;
+    let tau_cycles = extra_s * frequency.ghz * 1e9 / events as f64;
+    if !(tau_cycles.is_finite() && tau_cycles > 0.0) {
+        bail!(
+            "no measurable false-sharing penalty: median thread time (both threads) {:.4} s with \
+             false sharing, {:.4} s without{}; rerun on a quieter machine or with more --ops",
+            fs.thread_sum_s,
+            nofs.thread_sum_s,
+            if pinned.is_none() {
+                " (threads not pinned: fewer than two usable CPUs)"
+            } else {
+                ""
+            }
+        );
+    }
+    let per_ref = |t: &ModeTimes| t.wall_s * frequency.ghz * 1e9 / (2 * ops) as f64;
+    let mut cal = Calibration {
+        ops_per_thread: ops,
+        lines: LINES,
+        repetitions: args.repetitions,
+        pinned_cpus: pinned,
+        cycles_per_reference_fs: per_ref(&fs),
+        cycles_per_reference_nofs: per_ref(&nofs),
+        false_sharing: fs,
+        no_false_sharing: nofs,
+        events,
+        references,
+        tau_cycles,
+        tau_ns: tau_cycles / frequency.ghz,
+        frequency,
+        model_file: None,
+    };
+    if let Some(path) = &args.output {
+        write_model(&base, &args.machine, &cal, path)?;
+        cal.model_file = Some(path.clone());
+    }
+    match &args.json.json {
+        Some(to) => write_json(&cal, to)?,
+        None => print!("{}", render(&cal)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the benchmark source to `dir` and compiles it; returns the executable.
+fn compile(dir: &Path) -> Result<PathBuf> {
+    let src = dir.join("false_sharing_bench.c");
+    let exe = dir.join("false_sharing_bench");
+    std::fs::write(&src, BENCH_SOURCE).with_context(|| format!("writing {}", src.display()))?;
+    let out = Command::new("gcc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .context("running gcc to compile the false-sharing benchmark (is gcc installed?)")?;
+    if !out.status.success() {
+        bail!(
+            "gcc -O2 -pthread {} failed ({}):\n{}",
+            src.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(exe)
+}
+
+/// Median of `v` (not empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Pinned CPUs, medians with and without false sharing.
+type Measured = (Option<[u32; 2]>, ModeTimes, ModeTimes);
+
+/// Runs the benchmark and takes the medians of its output.
+fn measure(exe: &Path, ops: u64, reps: u32) -> Result<Measured> {
+    let out = Command::new(exe)
+        .args([ops.to_string(), LINES.to_string(), reps.to_string()])
+        .output()
+        .with_context(|| format!("running {}", exe.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} failed ({}): {}",
+            exe.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bad = |line: &str| anyhow::anyhow!("unexpected benchmark output line {line:?}");
+    let mut pinned = None;
+    // [mode] → (wall, thread 0, thread 1) per run; mode 0 = fs, 1 = nofs.
+    let mut runs: [Vec<[f64; 3]>; 2] = [Vec::new(), Vec::new()];
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["pinned", "none"] => pinned = None,
+            ["pinned", a, b] => {
+                pinned = Some([
+                    a.parse().map_err(|_| bad(line))?,
+                    b.parse().map_err(|_| bad(line))?,
+                ])
+            }
+            ["run", mode, w, t0, t1] => {
+                let slot = match *mode {
+                    "fs" => 0,
+                    "nofs" => 1,
+                    _ => return Err(bad(line)),
+                };
+                let mut v = [0.0; 3];
+                for (x, s) in v.iter_mut().zip([w, t0, t1]) {
+                    *x = s.parse().map_err(|_| bad(line))?;
+                }
+                runs[slot].push(v);
+            }
+            _ => return Err(bad(line)),
+        }
+    }
+    let times = |r: &[[f64; 3]]| -> Result<ModeTimes> {
+        if r.len() != reps as usize {
+            bail!(
+                "benchmark printed {} runs of a mode, expected {reps}:\n{text}",
+                r.len()
+            );
+        }
+        let col = |i: usize| median(r.iter().map(|x| x[i]).collect());
+        Ok(ModeTimes {
+            wall_s: col(0),
+            thread_s: [col(1), col(2)],
+            thread_sum_s: median(r.iter().map(|x| x[1] + x[2]).collect()),
+        })
+    };
+    Ok((pinned, times(&runs[0])?, times(&runs[1])?))
+}
+
+/// The core clock: cpufreq's maximum, else /proc/cpuinfo's "cpu MHz", else the base model's.
+fn frequency(base: &MachineModel) -> Result<Frequency> {
+    let sys = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq";
+    if let Some(khz) = std::fs::read_to_string(sys)
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|k| *k > 0.0)
+    {
+        return Ok(Frequency {
+            ghz: khz / 1e6,
+            source: sys.to_string(),
+        });
+    }
+    let cpuinfo = "/proc/cpuinfo";
+    if let Some(mhz) = std::fs::read_to_string(cpuinfo).ok().and_then(|s| {
+        s.lines()
+            .filter(|l| l.starts_with("cpu MHz"))
+            .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+            .find(|m| *m > 0.0)
+    }) {
+        return Ok(Frequency {
+            ghz: mhz / 1e3,
+            source: format!("{cpuinfo} \"cpu MHz\" of the first CPU (no cpufreq)"),
+        });
+    }
+    match &base.bandwidth {
+        Some(bw) => Ok(Frequency {
+            ghz: bw.ghz,
+            source: format!(
+                "base model {} bandwidth.ghz (neither {sys} nor {cpuinfo} gave a clock)",
+                base.name
+            ),
+        }),
+        None => bail!(
+            "no core clock: neither {sys} nor {cpuinfo} (\"cpu MHz\") gave one, and the base \
+             model {} has no bandwidth.ghz",
+            base.name
+        ),
+    }
+}
+
+/// Writes `base` with the measured τ and clock to `path` (checked by loading it back).
+fn write_model(base: &MachineModel, base_name: &str, cal: &Calibration, path: &Path) -> Result<()> {
+    let mut model = base.clone();
+    model.name = format!("{}-calibrated", base.name);
+    let bw = model.bandwidth.get_or_insert_with(|| BandwidthModel {
+        ghz: cal.frequency.ghz,
+        ipc: DEFAULT_IPC,
+        flops_per_cycle: None,
+        false_sharing_penalty_cycles: None,
+        paths: Default::default(),
+    });
+    bw.ghz = cal.frequency.ghz;
+    bw.false_sharing_penalty_cycles = Some(cal.tau_cycles);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# Written by `cachescope calibrate --false-sharing` from the base model {base_name:?}."
+    );
+    let _ = writeln!(
+        text,
+        "# tau = {:.2} cycles = {:.3} ns per false-sharing event (Pluto's events: 1 per memory",
+        cal.tau_cycles, cal.tau_ns
+    );
+    let _ = writeln!(
+        text,
+        "# reference); clock {:.3} GHz from {}.",
+        cal.frequency.ghz, cal.frequency.source
+    );
+    let _ = writeln!(
+        text,
+        "# Benchmark: 2 threads x {} modifies over {} lines, median of {} runs; threads pinned: {}.",
+        cal.ops_per_thread,
+        cal.lines,
+        cal.repetitions,
+        pinned_text(cal.pinned_cpus)
+    );
+    text.push_str(&model.to_toml());
+    MachineModel::from_toml(&text, &path.display().to_string())
+        .with_context(|| format!("the calibrated model for {} does not load", path.display()))?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn pinned_text(p: Option<[u32; 2]>) -> String {
+    match p {
+        Some([a, b]) => format!("CPUs {a} and {b}"),
+        None => "no (fewer than two usable CPUs)".to_string(),
+    }
+}
+
+/// The human summary.
+fn render(c: &Calibration) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "false-sharing calibration (thesis §4.2.4): 2 threads x {} modifies of 4-byte ints at \
+         64-byte strides over {} lines, median of {} runs per mode",
+        c.ops_per_thread, c.lines, c.repetitions
+    );
+    let _ = writeln!(o, "  threads pinned: {}", pinned_text(c.pinned_cpus));
+    let _ = writeln!(
+        o,
+        "  clock: {:.3} GHz (from {})",
+        c.frequency.ghz, c.frequency.source
+    );
+    for (name, t, per_ref) in [
+        (
+            "with false sharing   ",
+            &c.false_sharing,
+            c.cycles_per_reference_fs,
+        ),
+        (
+            "without false sharing",
+            &c.no_false_sharing,
+            c.cycles_per_reference_nofs,
+        ),
+    ] {
+        let _ = writeln!(
+            o,
+            "  {name}: wall {:.4} s, threads {:.4} s + {:.4} s (sum {:.4} s), {per_ref:.2} \
+             cycles per reference",
+            t.wall_s, t.thread_s[0], t.thread_s[1], t.thread_sum_s
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  false-sharing events (Pluto φ̃′): {} for {} references",
+        c.events, c.references
+    );
+    let _ = writeln!(
+        o,
+        "  tau = {:.2} cycles = {:.3} ns per false-sharing event",
+        c.tau_cycles, c.tau_ns
+    );
+    match &c.model_file {
+        Some(p) => {
+            let _ = writeln!(
+                o,
+                "  wrote {} (use: cachescope audit --machine {} TRACE)",
+                p.display(),
+                p.display()
+            );
+        }
+        None => {
+            let _ = writeln!(o, "  (no model written; pass -o FILE.toml)");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

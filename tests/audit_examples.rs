@@ -1,0 +1,294 @@
+//! `cachescope audit` on the example programs recorded with 2 threads: what must be flagged
+//! (with the right source line and data object), what must not, latent false sharing, SARIF
+//! that CI systems accept, and baselines.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use support::{cachescope, ensure_shim, record, run_ok};
+
+struct Audit {
+    exit: i32,
+    json: Value,
+    sarif: Value,
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// 1-based line of the first line of `examples/file` containing `marker`.
+fn line_of(file: &str, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(examples().join(file)).unwrap();
+    text.lines().position(|l| l.contains(marker)).unwrap() as u64 + 1
+}
+
+fn audit(dir: &Path, bin: &Path, name: &str, args: &[&str], extra: &[&str]) -> Audit {
+    let tag = format!("{name}-{}", args.join("_"));
+    let trace = dir.join(format!("{tag}.cstrace"));
+    if !trace.exists() {
+        record(&trace, &bin.join(name), args, 2);
+    }
+    let sarif = dir.join(format!("{tag}.sarif"));
+    let o = Command::new(cachescope())
+        .arg("audit")
+        .arg(&trace)
+        .arg("--json")
+        .arg("-")
+        .arg("--sarif")
+        .arg(&sarif)
+        .arg("--repo-root")
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .args(extra)
+        .output()
+        .unwrap();
+    let exit = o.status.code().unwrap_or(-1);
+    assert!(
+        exit == 0 || exit == 1,
+        "{tag}: exit {exit}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Audit {
+        exit,
+        json: serde_json::from_slice(&o.stdout).unwrap(),
+        sarif: serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap(),
+    }
+}
+
+fn findings<'a>(a: &'a Audit, kind: &str) -> Vec<&'a Value> {
+    a.json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+/// Checks the SARIF log's structure: what GitHub code scanning requires, and that every
+/// location is a repo-relative path of a file that exists.
+fn check_sarif(s: &Value, what: &str) {
+    assert_eq!(s["version"], "2.1.0", "{what}");
+    assert!(s["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &s["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(run["tool"]["driver"]["name"], "cachescope");
+    for r in rules {
+        assert!(r["id"].as_str().unwrap().starts_with("CS"));
+        assert!(!r["shortDescription"]["text"].as_str().unwrap().is_empty());
+        assert!(!r["fullDescription"]["text"].as_str().unwrap().is_empty());
+        assert!(!r["help"]["text"].as_str().unwrap().is_empty());
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for res in run["results"].as_array().unwrap() {
+        let rule = res["ruleId"].as_str().unwrap();
+        let idx = res["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[idx]["id"], rule, "{what}: ruleIndex");
+        assert!(["error", "warning", "note"].contains(&res["level"].as_str().unwrap()));
+        assert!(!res["message"]["text"].as_str().unwrap().is_empty());
+        let fp = res["partialFingerprints"]["cachescopeFinding/v1"]
+            .as_str()
+            .unwrap();
+        assert_eq!(fp.len(), 16);
+        let locs = res["locations"].as_array().unwrap();
+        assert!(!locs.is_empty(), "{what}: a result without a location");
+        let related = res["relatedLocations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for l in locs.iter().chain(related.iter()) {
+            let pl = &l["physicalLocation"];
+            let uri = pl["artifactLocation"]["uri"].as_str().unwrap();
+            assert_eq!(pl["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+            assert!(
+                !uri.starts_with('/') && !uri.contains(".."),
+                "{what}: {uri}"
+            );
+            assert!(
+                root.join(uri).is_file(),
+                "{what}: {uri} is not a file in the repo"
+            );
+            assert!(pl["region"]["startLine"].as_u64().unwrap() >= 1);
+        }
+    }
+}
+
+#[test]
+fn audit_flags_the_false_sharing_examples_and_only_those() {
+    ensure_shim();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    run_ok(
+        Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(examples())
+            .arg(format!("O={}", bin.display()))
+            .arg(format!("CC={} cc", cachescope().display())),
+    );
+    // Flagged: (program, args, data object, source file, marker of the writing line).
+    let flagged: &[(&str, &[&str], &str, &str, &str)] = &[
+        (
+            "false_sharing",
+            &["2000"],
+            "fs_array",
+            "false_sharing.c",
+            "threads 4 bytes apart",
+        ),
+        (
+            "prime_sieve",
+            &["200000"],
+            "sieve_bits",
+            "prime_sieve.c",
+            "sieve_bits[m >> 3] |=",
+        ),
+        (
+            "spmv_dynamic",
+            &["1", "20000", "2"],
+            "heap block from main (spmv_dynamic.c:45",
+            "spmv_dynamic.c",
+            "neighbouring rows",
+        ),
+        (
+            "accumulators_packed",
+            &["20000"],
+            "accs",
+            "accumulators_packed.c",
+            "a->sum_x += x",
+        ),
+    ];
+    for (name, args, object, file, marker) in flagged {
+        let mut a = audit(dir.path(), &bin, name, args, &[]);
+        // With schedule(dynamic) the rows each thread got were decided while recording, by
+        // timing: on a loaded machine one thread may take nearly all of them, and then there
+        // is little sharing to find. Such a recording is not a flaw of the audit; record again
+        // (at most 5 more times) until the threads interleaved.
+        let mut attempts = 1;
+        while a.exit == 0 && *name == "spmv_dynamic" && attempts < 6 {
+            let tag = format!("{name}-{}", args.join("_"));
+            std::fs::remove_file(dir.path().join(format!("{tag}.cstrace"))).unwrap();
+            a = audit(dir.path(), &bin, name, args, &[]);
+            attempts += 1;
+        }
+        assert_eq!(
+            a.exit, 1,
+            "{name}: the audit fails ({attempts} recording(s))"
+        );
+        let fs = findings(&a, "false_sharing");
+        assert_eq!(fs.len(), 1, "{name}: one finding: {:#}", a.json["findings"]);
+        let f = fs[0];
+        assert!(
+            f["object"]["name"].as_str().unwrap().starts_with(object),
+            "{name}: object {}",
+            f["object"]["name"]
+        );
+        let line = line_of(file, marker);
+        for side in ["writer", "victim"] {
+            assert_eq!(f[side]["line"].as_u64(), Some(line), "{name}: {side} line");
+            assert!(f[side]["file"].as_str().unwrap().ends_with(file));
+        }
+        assert!(f["events"].as_u64().unwrap() >= 1000);
+        assert_eq!(f["threads"].as_array().unwrap().len(), 2);
+        assert!(f["simulated_false"].as_u64().is_some(), "{name}: replayed");
+        check_sarif(&a.sarif, name);
+        let results = a.sarif["runs"][0]["results"].as_array().unwrap();
+        assert!(results
+            .iter()
+            .any(|r| r["ruleId"] == "CS0001" && r["level"] == "error"));
+        let uri = results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert_eq!(uri, format!("examples/{file}"));
+    }
+
+    // Not flagged: no false-sharing finding, exit 0.
+    let clean: &[(&str, &[&str])] = &[
+        ("false_sharing_padded", &["2000"]),
+        ("spmv_dynamic", &["16", "20000", "2"]),
+        ("accumulators_padded", &["20000"]),
+        ("producer_consumer", &["20", "16384"]),
+        ("mutex_counter", &["2000", "2"]),
+    ];
+    for (name, args) in clean {
+        let a = audit(dir.path(), &bin, name, args, &[]);
+        assert_eq!(a.exit, 0, "{name}: passes: {:#}", a.json["findings"]);
+        assert!(findings(&a, "false_sharing").is_empty(), "{name}");
+        check_sarif(&a.sarif, name);
+    }
+    // Producer/consumer and the mutex counter: reported as true sharing.
+    for (name, args, object) in [
+        ("producer_consumer", &["20", "16384"][..], "pc_buffer"),
+        ("mutex_counter", &["2000", "2"][..], "shared_counter"),
+    ] {
+        let a = audit(dir.path(), &bin, name, args, &[]);
+        let ts = a.json["true_sharing"].as_array().unwrap();
+        assert!(
+            ts.iter().any(|t| t["object"]["name"] == object),
+            "{name}: {object} as true sharing: {ts:#?}"
+        );
+    }
+
+    // Latent: clean with the recorded placement, false sharing once shifted by 32 bytes.
+    let a = audit(dir.path(), &bin, "latent_false_sharing", &["200", "0"], &[]);
+    assert_eq!(
+        a.exit, 0,
+        "latent findings warn, they do not fail by default"
+    );
+    assert!(findings(&a, "false_sharing").is_empty());
+    let latent = findings(&a, "latent_false_sharing");
+    assert_eq!(latent.len(), 1);
+    assert_eq!(latent[0]["object"]["name"], "lfs_slots");
+    assert_eq!(latent[0]["layout"]["line_size"], 64);
+    assert_eq!(latent[0]["layout"]["shift"], 32);
+    assert!(a.sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["ruleId"] == "CS0002" && r["level"] == "warning"));
+    // ... and the shifted run really has it.
+    let shifted = audit(
+        dir.path(),
+        &bin,
+        "latent_false_sharing",
+        &["200", "32"],
+        &[],
+    );
+    assert_eq!(shifted.exit, 1);
+    assert_eq!(
+        findings(&shifted, "false_sharing")[0]["object"]["name"],
+        "lfs_slots"
+    );
+
+    // A baseline accepts known findings: exit 0, the finding stays listed as a note.
+    let base = dir.path().join("baseline.txt");
+    let first = audit(
+        dir.path(),
+        &bin,
+        "false_sharing",
+        &["2000"],
+        &["--write-baseline", base.to_str().unwrap()],
+    );
+    assert_eq!(first.exit, 1);
+    let again = audit(
+        dir.path(),
+        &bin,
+        "false_sharing",
+        &["2000"],
+        &["--baseline", base.to_str().unwrap()],
+    );
+    assert_eq!(again.exit, 0);
+    assert_eq!(again.sarif["runs"][0]["results"][0]["level"], "note");
+    // A broken baseline is bad input.
+    std::fs::write(&base, "not-a-fingerprint\n").unwrap();
+    let o = Command::new(cachescope())
+        .arg("audit")
+        .arg(dir.path().join("false_sharing-2000.cstrace"))
+        .arg("--baseline")
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"));
+}
