@@ -40,7 +40,7 @@ make -s -C "$root/examples" O="$work/inst" CC="$cs cc" >/dev/null
 export OMP_NUM_THREADS=$threads
 # No thresholds: every recorded-layout object's estimated cost counts, not only the ones that
 # would fail the audit (spmv_dynamic's is below the default time-share threshold).
-printf 'min_events = 0\nmin_time_share = 0.0\n' >"$work/audit.toml"
+printf 'min_events = 0\nmin_time_share = 0.0\nmin_line_fraction = 0.0\n' >"$work/audit.toml"
 
 # flagged program and arguments | fixed program and arguments (same work)
 pairs=(
