@@ -41,15 +41,32 @@ fn source_line(trace: &Path, pc: u64) -> (String, u32) {
     (file.to_string(), line)
 }
 
+/// Builds `src` with `cachescope cc --compiler COMPILER FLAGS` into `dir/name`.
+fn build(
+    dir: &Path,
+    name: impl AsRef<Path>,
+    compiler: &str,
+    src: &Path,
+    flags: &[&str],
+) -> PathBuf {
+    let prog = dir.join(name);
+    let mut args = flags.to_vec();
+    args.extend([src.to_str().unwrap(), "-o", prog.to_str().unwrap()]);
+    cc(compiler, &args);
+    prog
+}
+
 #[test]
 fn n_stores_to_a_global_array_are_n_store_events_at_the_right_addresses() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("stores.c");
     for compiler in compilers() {
-        let prog = dir.path().join(format!("stores-{compiler}"));
-        cc(
+        let prog = build(
+            dir.path(),
+            format!("stores-{compiler}"),
             compiler,
-            &["-O2", src.to_str().unwrap(), "-o", prog.to_str().unwrap()],
+            &src,
+            &["-O2"],
         );
         let trace = dir.path().join(format!("stores-{compiler}.cstrace"));
         let n = 1000u64;
@@ -119,15 +136,12 @@ fn n_stores_to_a_global_array_are_n_store_events_at_the_right_addresses() {
 #[test]
 fn record_keeps_the_exit_code_and_the_output() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = dir.path().join("stores");
-    cc(
+    let prog = build(
+        dir.path(),
+        "stores",
         "gcc",
-        &[
-            "-O1",
-            source("stores.c").to_str().unwrap(),
-            "-o",
-            prog.to_str().unwrap(),
-        ],
+        source("stores.c").as_path(),
+        &["-O1"],
     );
     let trace = dir.path().join("t.cstrace");
     let o = Command::new(support::cachescope())
@@ -169,16 +183,12 @@ fn k_openmp_barriers_give_k_barrier_events_per_thread() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("omp_barriers.c");
     for compiler in compilers() {
-        let prog = dir.path().join(format!("bar-{compiler}"));
-        cc(
+        let prog = build(
+            dir.path(),
+            format!("bar-{compiler}"),
             compiler,
-            &[
-                "-O2",
-                "-fopenmp",
-                src.to_str().unwrap(),
-                "-o",
-                prog.to_str().unwrap(),
-            ],
+            src.as_path(),
+            &["-O2", "-fopenmp"],
         );
         for threads in [2u32, 3] {
             let trace = dir.path().join(format!("bar-{compiler}-{threads}.cstrace"));
@@ -217,16 +227,12 @@ fn pthreads_create_join_barriers_and_locks() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("pthreads.c");
     for compiler in compilers() {
-        let prog = dir.path().join(format!("pt-{compiler}"));
-        cc(
+        let prog = build(
+            dir.path(),
+            format!("pt-{compiler}"),
             compiler,
-            &[
-                "-O2",
-                "-pthread",
-                src.to_str().unwrap(),
-                "-o",
-                prog.to_str().unwrap(),
-            ],
+            src.as_path(),
+            &["-O2", "-pthread"],
         );
         let trace = dir.path().join(format!("pt-{compiler}.cstrace"));
         let (t, k) = (3, 4);
@@ -265,16 +271,12 @@ fn an_openmp_atomic_counter_computes_the_same_with_and_without_the_shim() {
                 .arg("-o")
                 .arg(&native),
         );
-        let prog = dir.path().join(format!("atomic-{compiler}"));
-        cc(
+        let prog = build(
+            dir.path(),
+            format!("atomic-{compiler}"),
             compiler,
-            &[
-                "-O2",
-                "-fopenmp",
-                src.to_str().unwrap(),
-                "-o",
-                prog.to_str().unwrap(),
-            ],
+            src.as_path(),
+            &["-O2", "-fopenmp"],
         );
         let n = "200000";
         let expected = String::from_utf8(
@@ -330,15 +332,12 @@ fn addr2line_is_available() {
 #[test]
 fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = dir.path().join("lifecycle");
-    cc(
+    let prog = build(
+        dir.path(),
+        "lifecycle",
         "gcc",
-        &[
-            "-O1",
-            source("lifecycle.c").to_str().unwrap(),
-            "-o",
-            prog.to_str().unwrap(),
-        ],
+        source("lifecycle.c").as_path(),
+        &["-O1"],
     );
     let trace = dir.path().join("spin.cstrace");
     let pidfile = dir.path().join("pid");
@@ -378,15 +377,12 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
 #[test]
 fn a_forked_child_does_not_write_into_the_parents_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = dir.path().join("lifecycle");
-    cc(
+    let prog = build(
+        dir.path(),
+        "lifecycle",
         "gcc",
-        &[
-            "-O1",
-            source("lifecycle.c").to_str().unwrap(),
-            "-o",
-            prog.to_str().unwrap(),
-        ],
+        source("lifecycle.c").as_path(),
+        &["-O1"],
     );
     let trace = dir.path().join("fork.cstrace");
     let pidfile = dir.path().join("pid");
@@ -406,23 +402,18 @@ fn flops_are_counted_and_dlopened_modules_join_the_module_map() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("flops_dlopen.c");
     for compiler in compilers() {
-        let prog = dir.path().join(format!("fd-{compiler}"));
         // No vectorization, so the loop's FLOPs are scalar: one mul and one add per element.
         let novec = if compiler == "gcc" {
             "-fno-tree-vectorize"
         } else {
             "-fno-vectorize"
         };
-        cc(
+        let prog = build(
+            dir.path(),
+            format!("fd-{compiler}"),
             compiler,
-            &[
-                "-O2",
-                novec,
-                src.to_str().unwrap(),
-                "-o",
-                prog.to_str().unwrap(),
-                "-ldl",
-            ],
+            &src,
+            &["-O2", novec, "-ldl"],
         );
         let trace = dir.path().join(format!("fd-{compiler}.cstrace"));
         let n = 10_000u64;
@@ -463,10 +454,12 @@ fn memset_and_memcpy_are_recorded_as_ranges() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("memops.c");
     for compiler in compilers() {
-        let prog = dir.path().join(format!("mem-{compiler}"));
-        cc(
+        let prog = build(
+            dir.path(),
+            format!("mem-{compiler}"),
             compiler,
-            &["-O2", src.to_str().unwrap(), "-o", prog.to_str().unwrap()],
+            &src,
+            &["-O2"],
         );
         let trace = dir.path().join(format!("mem-{compiler}.cstrace"));
         let out = record(&trace, &prog, &[], 1);

@@ -34,17 +34,8 @@ cases=(
   "latent_false_sharing"
 )
 
-best() { # best wall seconds of $reps runs of "$@"
-  local b=999999
-  for _ in $(seq "$reps"); do
-    local s e
-    s=$(date +%s.%N)
-    "$@" >/dev/null 2>&1
-    e=$(date +%s.%N)
-    b=$(echo "$b $s $e" | awk '{t=$3-$2; print (t<$1)?t:$1}')
-  done
-  echo "$b"
-}
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 echo "| example | threads | native s | record s | slowdown | accesses | bytes/access |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
@@ -54,8 +45,8 @@ for c in "${cases[@]}"; do
   name=$1; shift
   for t in 1 2; do
     export OMP_NUM_THREADS=$t
-    nat=$(best "$work/native/$name" "$@")
-    rec=$(best "$cs" record -o "$work/t.cstrace" -- "$work/inst/$name" "$@")
+    nat=$(best "$reps" "$work/native/$name" "$@")
+    rec=$(best "$reps" "$cs" record -o "$work/t.cstrace" -- "$work/inst/$name" "$@")
     info=$("$cs" trace info --json - "$work/t.cstrace")
     acc=$(echo "$info" | grep -m1 '"accesses"' | tr -dc '0-9')
     bytes=$(echo "$info" | grep -m1 '"file_bytes"' | tr -dc '0-9')
