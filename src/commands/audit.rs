@@ -21,6 +21,18 @@ const EXIT_FINDINGS: u8 = 1;
 /// measurement (125 cycles on a two-socket Xeon; less within one socket).
 const DEFAULT_PENALTY_CYCLES: f64 = 100.0;
 
+/// The machine facts the audit takes from a model.
+pub fn audit_machine(model: &MachineModel) -> AuditMachine {
+    let bw = model.bandwidth.as_ref();
+    AuditMachine {
+        line_size: u64::from(model.line_size),
+        penalty_cycles: bw
+            .and_then(|b| b.false_sharing_penalty_cycles)
+            .unwrap_or(DEFAULT_PENALTY_CYCLES),
+        ipc: bw.map_or(1.0, |b| b.ipc),
+    }
+}
+
 /// Runs the audit.
 pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     let config: AuditConfig = match &args.config {
@@ -37,14 +49,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         None => BTreeSet::new(),
     };
     let model = MachineModel::load(&args.machine)?;
-    let bw = model.bandwidth.as_ref();
-    let machine = AuditMachine {
-        line_size: u64::from(model.line_size),
-        penalty_cycles: bw
-            .and_then(|b| b.false_sharing_penalty_cycles)
-            .unwrap_or(DEFAULT_PENALTY_CYCLES),
-        ipc: bw.map_or(1.0, |b| b.ipc),
-    };
+    let machine = audit_machine(&model);
     let trace = TraceFile::open(&args.trace)?;
     let mut report = audit(&trace, machine, Some(&model), &config)?;
     for f in &mut report.findings {
@@ -212,7 +217,7 @@ fn finding_text(n: usize, f: &Finding) -> String {
 }
 
 /// The human report.
-fn render(trace: &Path, r: &AuditReport, baselined: usize) -> String {
+pub fn render(trace: &Path, r: &AuditReport, baselined: usize) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(

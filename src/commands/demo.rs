@@ -2,19 +2,22 @@
 //!
 //! Builds the false-sharing benchmark of thesis Fig. 4.3 and its padded fix (sources embedded
 //! from `examples/`) with `cachescope cc`, records both with two threads, verifies the traces,
-//! replays them on the `ivybridge-4c` model with the exact engine, and writes the reports.
+//! replays them on the `ivybridge-4c` model with the exact engine, audits them for false
+//! sharing, and writes the reports.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
+use cachescope_analysis::audit::{audit, AuditConfig};
 use cachescope_schema::{verify_file, TraceFile, TraceSummary};
 use cachescope_sim::counters::SimReport;
 use cachescope_sim::{simulate_exact, MachineModel, ThreadMapping};
 use cachescope_tracer::record::{inspect, record, RecordOptions};
 use cachescope_tracer::shim;
 
+use super::audit::{audit_machine, render as render_audit};
 use super::simulate::render as render_simulation;
 use super::trace::render_info;
 use crate::cli::DemoArgs;
@@ -49,7 +52,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         let bin = out.join(name);
         println!("== {name}");
         println!(
-            "1/4 building with `cachescope cc -O2 -fopenmp` -> {}",
+            "1/5 building with `cachescope cc -O2 -fopenmp` -> {}",
             bin.display()
         );
         let status = Command::new(&exe)
@@ -66,7 +69,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             );
         }
         let trace_path = out.join(format!("{name}.cstrace"));
-        println!("2/4 recording with 2 threads -> {}", trace_path.display());
+        println!("2/5 recording with 2 threads -> {}", trace_path.display());
         let outcome = record(&RecordOptions {
             program: bin.clone(),
             args: prog_args.iter().map(OsString::from).collect(),
@@ -86,7 +89,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 }
             );
         }
-        println!("3/4 verifying every chunk");
+        println!("3/5 verifying every chunk");
         let report = verify_file(&trace_path)?;
         if let Some(problem) = report.problem() {
             bail!("the recorded trace does not verify: {problem}");
@@ -106,7 +109,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &report,
         )?);
 
-        println!("4/4 simulating on ivybridge-4c (exact engine)");
+        println!("4/5 simulating on ivybridge-4c (exact engine)");
         let sim = simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?;
         let sim_text = render_simulation(&trace_path.display().to_string(), &sim);
         written.push(write_report(
@@ -120,6 +123,26 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &sim,
         )?);
         println!("\n{info}\n{sim_text}");
+
+        println!("5/5 false-sharing audit");
+        let report = audit(
+            &trace,
+            audit_machine(&model),
+            Some(&model),
+            &AuditConfig::default(),
+        )?;
+        let audit_text = render_audit(&trace_path, &report, 0);
+        written.push(write_report(
+            out,
+            &format!("{name}.audit.txt"),
+            &audit_text,
+        )?);
+        written.push(write_json_report(
+            out,
+            &format!("{name}.audit.json"),
+            &report,
+        )?);
+        println!("{audit_text}");
         results.push((*name, summary.accesses, coherence_false(&sim)));
     }
     println!("summary (2 threads, ivybridge-4c):");
