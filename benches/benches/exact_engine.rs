@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use cachescope_schema::synth::{generate_file, GenParams, Workload};
-use cachescope_schema::{Event, TimedEvent, TraceFile};
+use cachescope_schema::TraceFile;
 use cachescope_sim::{simulate_exact, ExactEngine, MachineModel, ThreadMapping};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -32,15 +32,7 @@ fn bench(c: &mut Criterion) {
         p.iterations = 2;
         generate_file(&p, &path).expect("generate");
         let trace = TraceFile::open(&path).expect("open");
-        let events: Vec<TimedEvent> = trace
-            .merged()
-            .expect("merge")
-            .map(|e| e.expect("valid"))
-            .collect();
-        let accesses = events
-            .iter()
-            .filter(|e| matches!(e.event, Event::Access(_)))
-            .count() as u64;
+        let (events, accesses) = cachescope_benches::merged_in_memory(&trace);
         let placement: BTreeMap<u32, u32> = (0..threads).map(|t| (t, t)).collect();
         let mut group = c.benchmark_group(format!("exact/{name}"));
         group.throughput(Throughput::Elements(accesses));

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use cachescope_schema::synth::{generate_file, GenParams, Workload};
-use cachescope_schema::{Event, TimedEvent, TraceFile};
+use cachescope_schema::TraceFile;
 use cachescope_sim::parallel::DEFAULT_SLACK;
 use cachescope_sim::{ExactEngine, MachineModel, ParallelConfig, ParallelEngine};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -27,15 +27,7 @@ fn bench(c: &mut Criterion) {
     generate_file(&p, &path).expect("generate");
     let trace = TraceFile::open(&path).expect("open");
     let unit = trace.header().time_unit;
-    let events: Vec<TimedEvent> = trace
-        .merged()
-        .expect("merge")
-        .map(|e| e.expect("valid"))
-        .collect();
-    let accesses = events
-        .iter()
-        .filter(|e| matches!(e.event, Event::Access(_)))
-        .count() as u64;
+    let (events, accesses) = cachescope_benches::merged_in_memory(&trace);
     let placement: BTreeMap<u32, u32> = (0..4).map(|t| (t, t)).collect();
     let mut group = c.benchmark_group("parallel/stencil-4core-msi");
     group.throughput(Throughput::Elements(accesses));

@@ -52,3 +52,20 @@ pub fn generate_in_memory(p: &GenParams) -> InMemoryTrace {
         events,
     }
 }
+
+/// A trace's events merged into global order in memory, and how many are memory accesses:
+/// the input of the engine-only benches, so they time the engine and not the reader.
+pub fn merged_in_memory(
+    trace: &cachescope_schema::TraceFile,
+) -> (Vec<cachescope_schema::TimedEvent>, u64) {
+    let events: Vec<cachescope_schema::TimedEvent> = trace
+        .merged()
+        .expect("merge")
+        .map(|e| e.expect("valid"))
+        .collect();
+    let accesses = events
+        .iter()
+        .filter(|e| matches!(e.event, cachescope_schema::Event::Access(_)))
+        .count() as u64;
+    (events, accesses)
+}
