@@ -51,20 +51,32 @@ pub struct CalibrateArgs {
     /// Measure τ, the cost of one false-sharing event in cycles (thesis §4.2.4; gcc needed).
     #[arg(long)]
     pub false_sharing: bool,
-    /// Write the base model with the measured τ and clock here (TOML, for --machine).
+    /// Measure clock, IPC, FLOPs per cycle and read/write bandwidth per data path, per core and
+    /// with all cores (thesis §4.3–4.4, Table 4.3; gcc and x86-64 needed; docs/calibrate.md).
+    #[arg(long)]
+    pub bandwidth: bool,
+    /// Write the base model with the measurements here (TOML, for --machine).
     #[arg(short, long, value_name = "FILE.toml")]
     pub output: Option<PathBuf>,
-    /// Base machine model for the written model: a preset or a TOML file.
-    #[arg(long, short, default_value = "ivybridge-4c")]
-    pub machine: String,
-    /// Timed runs per mode; the medians are used.
+    /// Base machine model for the written model (its levels set the --bandwidth working sets):
+    /// a preset or a TOML file [default: host with --bandwidth, else ivybridge-4c].
+    #[arg(long, short)]
+    pub machine: Option<String>,
+    /// Timed runs per false-sharing mode (the medians are used) and per bandwidth figure (the
+    /// best is used).
     #[arg(long, default_value_t = 7)]
     pub repetitions: u32,
+    /// Shorter --bandwidth runs for tests and smoke checks: at most 5 repetitions of ~20 ms
+    /// instead of ~40 ms each (noisier figures).
+    #[arg(long)]
+    pub quick: bool,
     /// Modify operations per thread and run (rounded to a multiple of 64).
     #[arg(long, default_value_t = 1 << 24)]
     pub ops: u64,
-    #[command(flatten)]
-    pub json: JsonArg,
+    /// Also write all measurements as JSON to FILE; `--json` alone or `--json -`: JSON on
+    /// stdout instead of the summary.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
 }
 
 /// `cachescope audit`.

@@ -1,5 +1,5 @@
 //! `cachescope calibrate --false-sharing`: measures τ, the cost of one false-sharing event in
-//! cycles, with the synthetic benchmark of thesis §4.2.4, and writes a machine model with it.
+//! cycles, with the synthetic benchmark of thesis §4.2.4.
 //!
 //! The benchmark (`calibrate/false_sharing_bench.c`, embedded) is compiled with `gcc -O2
 //! -pthread` into a temporary directory and run once. Two threads, pinned to two CPUs, each
@@ -18,32 +18,23 @@
 //! memory reference" (wall-time difference per reference of one thread).
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::path::Path;
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use cachescope_sim::model::BandwidthModel;
 use cachescope_sim::MachineModel;
 use serde::Serialize;
 
+use super::{compile, cpuinfo_ghz, median, Frequency};
 use crate::cli::CalibrateArgs;
-use crate::output::write_json;
 
 /// The benchmark's C source.
-const BENCH_SOURCE: &str = include_str!("../../calibrate/false_sharing_bench.c");
+const BENCH_SOURCE: &str = include_str!("../../../calibrate/false_sharing_bench.c");
 /// Lines each thread walks over (4 KiB per thread: fits any L1, like the thesis's small sizes).
 const LINES: u64 = 64;
 /// IPC to assume when the base model has no bandwidth section (the audit's own default).
 const DEFAULT_IPC: f64 = 1.0;
-
-/// Where the clock frequency came from.
-#[derive(Debug, Clone, Serialize)]
-pub struct Frequency {
-    /// GHz.
-    pub ghz: f64,
-    /// The file or field it was read from.
-    pub source: String,
-}
 
 /// The medians of one mode.
 #[derive(Debug, Clone, Serialize)]
@@ -85,25 +76,32 @@ pub struct Calibration {
     pub cycles_per_reference_fs: f64,
     /// The same without false sharing.
     pub cycles_per_reference_nofs: f64,
-    /// The model written (with -o).
-    pub model_file: Option<PathBuf>,
 }
 
-/// Runs the calibration.
-pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
-    if !args.false_sharing {
-        bail!("nothing to calibrate: pass --false-sharing (the only calibration so far)");
-    }
-    if args.repetitions == 0 {
-        bail!("--repetitions must be at least 1");
-    }
+/// Measures τ. `clock`: the core clock measured by `calibrate --bandwidth` when it ran too
+/// (else cpufreq, /proc/cpuinfo or the base model give the clock).
+pub fn measure_tau(
+    args: &CalibrateArgs,
+    base: &MachineModel,
+    dir: &Path,
+    clock: Option<Frequency>,
+) -> Result<Calibration> {
     let ops = (args.ops / LINES).max(1) * LINES;
-    let base = MachineModel::load(&args.machine)
-        .with_context(|| format!("loading base machine model {:?}", args.machine))?;
-    let dir = tempfile::tempdir().context("creating a temporary directory for the benchmark")?;
-    let exe = compile(dir.path())?;
+    tracing::info!(
+        "false sharing: {ops} modifies per thread, {} runs per mode",
+        args.repetitions
+    );
+    let exe = compile(
+        dir,
+        "false_sharing_bench",
+        BENCH_SOURCE,
+        &["-O2", "-pthread"],
+    )?;
     let (pinned, fs, nofs) = measure(&exe, ops, args.repetitions)?;
-    let frequency = frequency(&base)?;
+    let frequency = match clock {
+        Some(f) => f,
+        None => frequency(base)?,
+    };
 
     let reps_per_line = ops / LINES;
     let events = LINES * (4 * reps_per_line - 1);
@@ -124,7 +122,7 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
         );
     }
     let per_ref = |t: &ModeTimes| t.wall_s * frequency.ghz * 1e9 / (2 * ops) as f64;
-    let mut cal = Calibration {
+    Ok(Calibration {
         ops_per_thread: ops,
         lines: LINES,
         repetitions: args.repetitions,
@@ -138,50 +136,7 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
         tau_cycles,
         tau_ns: tau_cycles / frequency.ghz,
         frequency,
-        model_file: None,
-    };
-    if let Some(path) = &args.output {
-        write_model(&base, &args.machine, &cal, path)?;
-        cal.model_file = Some(path.clone());
-    }
-    match &args.json.json {
-        Some(to) => write_json(&cal, to)?,
-        None => print!("{}", render(&cal)),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Writes the benchmark source to `dir` and compiles it; returns the executable.
-fn compile(dir: &Path) -> Result<PathBuf> {
-    let src = dir.join("false_sharing_bench.c");
-    let exe = dir.join("false_sharing_bench");
-    std::fs::write(&src, BENCH_SOURCE).with_context(|| format!("writing {}", src.display()))?;
-    let out = Command::new("gcc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .context("running gcc to compile the false-sharing benchmark (is gcc installed?)")?;
-    if !out.status.success() {
-        bail!(
-            "gcc -O2 -pthread {} failed ({}):\n{}",
-            src.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(exe)
-}
-
-/// Median of `v` (not empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    })
 }
 
 /// Pinned CPUs, medians with and without false sharing.
@@ -248,7 +203,8 @@ fn measure(exe: &Path, ops: u64, reps: u32) -> Result<Measured> {
     Ok((pinned, times(&runs[0])?, times(&runs[1])?))
 }
 
-/// The core clock: cpufreq's maximum, else /proc/cpuinfo's "cpu MHz", else the base model's.
+/// The core clock without measuring it: cpufreq's maximum, else /proc/cpuinfo's "cpu MHz",
+/// else the base model's.
 fn frequency(base: &MachineModel) -> Result<Frequency> {
     let sys = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq";
     if let Some(khz) = std::fs::read_to_string(sys)
@@ -262,14 +218,9 @@ fn frequency(base: &MachineModel) -> Result<Frequency> {
         });
     }
     let cpuinfo = "/proc/cpuinfo";
-    if let Some(mhz) = std::fs::read_to_string(cpuinfo).ok().and_then(|s| {
-        s.lines()
-            .filter(|l| l.starts_with("cpu MHz"))
-            .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
-            .find(|m| *m > 0.0)
-    }) {
+    if let Some(ghz) = cpuinfo_ghz() {
         return Ok(Frequency {
-            ghz: mhz / 1e3,
+            ghz,
             source: format!("{cpuinfo} \"cpu MHz\" of the first CPU (no cpufreq)"),
         });
     }
@@ -289,10 +240,9 @@ fn frequency(base: &MachineModel) -> Result<Frequency> {
     }
 }
 
-/// Writes `base` with the measured τ and clock to `path` (checked by loading it back).
-fn write_model(base: &MachineModel, base_name: &str, cal: &Calibration, path: &Path) -> Result<()> {
-    let mut model = base.clone();
-    model.name = format!("{}-calibrated", base.name);
+/// Puts the measured τ and clock into `model`'s bandwidth section (created with the audit's
+/// default IPC when the base model has none).
+pub fn apply(cal: &Calibration, model: &mut MachineModel) {
     let bw = model.bandwidth.get_or_insert_with(|| BandwidthModel {
         ghz: cal.frequency.ghz,
         ipc: DEFAULT_IPC,
@@ -302,11 +252,11 @@ fn write_model(base: &MachineModel, base_name: &str, cal: &Calibration, path: &P
     });
     bw.ghz = cal.frequency.ghz;
     bw.false_sharing_penalty_cycles = Some(cal.tau_cycles);
+}
+
+/// The comment lines about τ at the top of the written model.
+pub fn model_comment(cal: &Calibration) -> String {
     let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "# Written by `cachescope calibrate --false-sharing` from the base model {base_name:?}."
-    );
     let _ = writeln!(
         text,
         "# tau = {:.2} cycles = {:.3} ns per false-sharing event (Pluto's events: 1 per memory",
@@ -325,11 +275,7 @@ fn write_model(base: &MachineModel, base_name: &str, cal: &Calibration, path: &P
         cal.repetitions,
         pinned_text(cal.pinned_cpus)
     );
-    text.push_str(&model.to_toml());
-    MachineModel::from_toml(&text, &path.display().to_string())
-        .with_context(|| format!("the calibrated model for {} does not load", path.display()))?;
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    text
 }
 
 fn pinned_text(p: Option<[u32; 2]>) -> String {
@@ -340,7 +286,7 @@ fn pinned_text(p: Option<[u32; 2]>) -> String {
 }
 
 /// The human summary.
-fn render(c: &Calibration) -> String {
+pub fn render(c: &Calibration) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -383,29 +329,5 @@ fn render(c: &Calibration) -> String {
         "  tau = {:.2} cycles = {:.3} ns per false-sharing event",
         c.tau_cycles, c.tau_ns
     );
-    match &c.model_file {
-        Some(p) => {
-            let _ = writeln!(
-                o,
-                "  wrote {} (use: cachescope audit --machine {} TRACE)",
-                p.display(),
-                p.display()
-            );
-        }
-        None => {
-            let _ = writeln!(o, "  (no model written; pass -o FILE.toml)");
-        }
-    }
     o
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-    }
 }

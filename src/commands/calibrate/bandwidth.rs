@@ -1,0 +1,904 @@
+//! `cachescope calibrate --bandwidth`: measures this machine's limits the way thesis §4.4.4 did
+//! for Table 4.3 ("the limitations were determined with micro-benchmarks") and writes them as
+//! the model's `[bandwidth]` section.
+//!
+//! The benchmark (`calibrate/bandwidth_bench.c`, embedded) is compiled with `gcc -O2 -pthread
+//! -fno-tree-loop-distribute-patterns` and run once with one task per figure:
+//!
+//! * per data path `core-L1`, `L1-L2`, …, `<last>-mem`: one pinned core streams 16-byte SSE2
+//!   loads (read) or stores (write) over a working set that lives in the lower level of the
+//!   path: half of L1 for `core-L1`; for `Li-Lj` half of Lj but at least 4 × Li (at most ¾ of
+//!   Lj); for `<last>-mem` 4 × the last level (at least 64 MiB);
+//! * the memory merge point: the same streams on one pinned thread per usable CPU at once →
+//!   `total_read_gbs` / `total_write_gbs` of `<last>-mem`;
+//! * the cache-to-cache path `<last private>-<same>`: two pinned threads hand a 16 KiB block
+//!   back and forth (one stores it, the other loads it) → `read_gbs`, from the loading time;
+//! * `ghz` from a dependent chain of register adds (1 cycle each); `ipc` from an L1-resident
+//!   load/load/add/mul/store loop written in assembly (8 instructions per element);
+//!   `flops_per_cycle` from independent SSE2 `addpd` and `mulpd` chains.
+//!
+//! Every figure is the best of `--repetitions` timed repetitions of about 40 ms (other load on
+//! the machine only ever slows a run down); the repetitions of all tasks are interleaved.
+//! docs/calibrate.md says what each figure is and why it is measured that way.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use cachescope_sim::model::{BandwidthModel, PathLimit};
+use cachescope_sim::MachineModel;
+use serde::Serialize;
+
+use super::{compile, cpuinfo_ghz, median, run_bench, Frequency};
+use crate::cli::CalibrateArgs;
+
+/// The benchmark's C source.
+const BENCH_SOURCE: &str = include_str!("../../../calibrate/bandwidth_bench.c");
+/// How it is compiled: the loops must stay loops (no memset calls).
+const GCC_FLAGS: [&str; 4] = [
+    "-O2",
+    "-pthread",
+    "-fno-tree-loop-distribute-patterns",
+    "-Wall",
+];
+/// Bytes per load or store of the stream kernels (SSE2, what gcc -O2 vectorizes to on x86-64).
+pub const ACCESS_BYTES: u32 = 16;
+/// Length of one timed repetition.
+const TARGET_MS: u64 = 40;
+/// The same with `--quick`.
+const QUICK_TARGET_MS: u64 = 20;
+/// Repetitions with `--quick` (at most).
+const QUICK_REPETITIONS: u32 = 5;
+/// The block handed from core to core.
+const C2C_BLOCK: u64 = 16 << 10;
+/// Smallest working set of the memory streams.
+const MEM_MIN: u64 = 64 << 20;
+/// Largest working set of the memory streams (and of all threads together).
+const MEM_MAX: u64 = 2 << 30;
+
+/// Best, median and all samples of one figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stat {
+    /// The largest sample: the figure used.
+    pub best: f64,
+    /// The median sample, for the spread.
+    pub median: f64,
+    /// One per repetition, in the order measured.
+    pub samples: Vec<f64>,
+}
+
+impl Stat {
+    fn of(samples: Vec<f64>) -> Option<Stat> {
+        let samples: Vec<f64> = samples
+            .into_iter()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        if samples.is_empty() {
+            return None;
+        }
+        Some(Stat {
+            best: samples.iter().copied().fold(f64::MIN, f64::max),
+            median: median(samples.clone()),
+            samples,
+        })
+    }
+}
+
+/// One stream measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamMeasurement {
+    /// Data path it is for.
+    pub path: String,
+    /// `read` (loads) or `write` (stores).
+    pub direction: &'static str,
+    /// Threads, one per CPU.
+    pub threads: u32,
+    /// Working set of each thread, bytes.
+    pub bytes_per_thread: u64,
+    /// GB/s (10⁹ bytes loaded or stored per second, all threads together).
+    pub gbs: Stat,
+}
+
+/// The cache-to-cache measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheToCache {
+    /// Data path it is for (`<last private>-<same>`).
+    pub path: String,
+    /// Bytes handed over per round.
+    pub block_bytes: u64,
+    /// The two CPUs.
+    pub cpus: [u32; 2],
+    /// Bytes per second the loading core pulled out of the other core's cache (its loading
+    /// time only): the `read_gbs` written.
+    pub read_gbs: Stat,
+    /// Bytes per second over whole rounds (the storing core's turn and the hand-overs too).
+    pub round_gbs: Stat,
+}
+
+/// The core clock.
+#[derive(Debug, Clone, Serialize)]
+pub struct Clock {
+    /// The clock used: the best measured one.
+    pub ghz: f64,
+    /// Measured with a dependent chain of register adds, GHz.
+    pub measured: Stat,
+    /// /proc/cpuinfo's "cpu MHz" of the first CPU, GHz (often the nominal clock on VMs).
+    pub cpuinfo_ghz: Option<f64>,
+}
+
+/// Per-cycle throughput of the core kernels (each relative to the clock measured right
+/// around it).
+#[derive(Debug, Clone, Serialize)]
+pub struct Kernels {
+    /// Instructions per cycle of the L1-resident load/load/add/mul/store loop.
+    pub ipc: Stat,
+    /// Instructions per cycle of 8 independent chains of register adds.
+    pub ipc_independent_adds: Stat,
+    /// Flops per cycle of independent SSE2 addpd and mulpd chains.
+    pub flops_per_cycle: Stat,
+}
+
+/// Everything `calibrate --bandwidth` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BandwidthCalibration {
+    /// The base model (its levels give the working sets and path names).
+    pub base_model: String,
+    /// Timed repetitions per figure.
+    pub repetitions: u32,
+    /// Target length of one repetition, ms.
+    pub repetition_ms: u64,
+    /// Whether `--quick` shortened the runs.
+    pub quick: bool,
+    /// How the repetitions are combined.
+    pub statistic: &'static str,
+    /// Bytes per load or store of the stream kernels.
+    pub access_bytes: u32,
+    /// CPUs the benchmark threads were pinned to.
+    pub cpus: Vec<u32>,
+    /// Core clock, GHz (the model's `ghz`).
+    pub ghz: f64,
+    /// Sustained IPC of ordinary compiled code (the model's `ipc`).
+    pub ipc: f64,
+    /// IPC of independent register adds, for reference.
+    pub ipc_independent_adds: f64,
+    /// Flops per cycle (the model's `flops_per_cycle`).
+    pub flops_per_cycle: f64,
+    /// Clock details.
+    pub clock: Clock,
+    /// Per-cycle kernel details.
+    pub kernels: Kernels,
+    /// The stream measurements.
+    pub streams: Vec<StreamMeasurement>,
+    /// The cache-to-cache measurement (None: not measured, see `notes`).
+    pub cache_to_cache: Option<CacheToCache>,
+    /// The limits written, by path.
+    pub paths: BTreeMap<String, PathLimit>,
+    /// The measured paths from the core outwards (the order of the summary's rows).
+    #[serde(skip)]
+    pub path_order: Vec<String>,
+    /// Paths of the base model's bandwidth section not measured here (kept as they were).
+    pub kept_from_base: Vec<String>,
+    /// What could not be measured or does not match, and why.
+    pub notes: Vec<String>,
+}
+
+impl BandwidthCalibration {
+    /// The measured clock, for τ.
+    pub fn frequency(&self) -> Frequency {
+        Frequency {
+            ghz: self.ghz,
+            source: format!(
+                "calibrate --bandwidth: dependent add chain, best of {}",
+                self.repetitions
+            ),
+        }
+    }
+}
+
+/// One task of the benchmark.
+#[derive(Debug, Clone)]
+enum Task {
+    Clock,
+    Ipc,
+    Adds,
+    Flops,
+    Stream {
+        path: String,
+        write: bool,
+        bytes: u64,
+        threads: u32,
+    },
+    C2c {
+        path: String,
+        bytes: u64,
+    },
+}
+
+impl Task {
+    fn arg(&self) -> String {
+        match self {
+            Task::Clock => "clock".into(),
+            Task::Ipc => "ipc".into(),
+            Task::Adds => "adds".into(),
+            Task::Flops => "flops".into(),
+            Task::Stream {
+                write,
+                bytes,
+                threads,
+                ..
+            } => format!(
+                "{}:{bytes}:{threads}",
+                if *write { "write" } else { "read" }
+            ),
+            Task::C2c { bytes, .. } => format!("c2c:{bytes}"),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Task::Stream {
+                path,
+                write,
+                threads,
+                ..
+            } => format!(
+                "{path} {} ({threads} thread{})",
+                if *write { "write" } else { "read" },
+                if *threads == 1 { "" } else { "s" }
+            ),
+            Task::C2c { path, .. } => format!("{path} cache-to-cache"),
+            other => other.arg(),
+        }
+    }
+}
+
+/// Rounds down to a multiple of 128 bytes (the kernels' unit), at least 128.
+fn unit(bytes: u64) -> u64 {
+    (bytes / 128).max(1) * 128
+}
+
+/// "16 KiB", "128 MiB".
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// CPUs this process may run on (/proc/self/status `Cpus_allowed_list`), else the available
+/// parallelism.
+fn usable_cpus() -> u32 {
+    let parsed = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let list = s
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+                .trim()
+                .to_string();
+            let mut n = 0u32;
+            for part in list.split(',').filter(|p| !p.is_empty()) {
+                n += match part.split_once('-') {
+                    Some((a, b)) => b.parse::<u32>().ok()? - a.parse::<u32>().ok()? + 1,
+                    None => part.parse::<u32>().map(|_| 1).ok()?,
+                };
+            }
+            Some(n)
+        })
+        .filter(|n| *n > 0);
+    parsed.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+}
+
+/// MemAvailable of /proc/meminfo, bytes.
+fn mem_available() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The tasks for `base`'s hierarchy on a machine with `cpus` usable CPUs.
+fn plan(base: &MachineModel, cpus: u32, notes: &mut Vec<String>) -> Vec<Task> {
+    let levels = &base.levels;
+    let mut tasks = vec![Task::Clock, Task::Ipc, Task::Adds, Task::Flops];
+    let stream = |tasks: &mut Vec<Task>, path: &str, bytes: u64, threads: u32| {
+        for write in [false, true] {
+            tasks.push(Task::Stream {
+                path: path.to_string(),
+                write,
+                bytes,
+                threads,
+            });
+        }
+    };
+    stream(
+        &mut tasks,
+        &format!("core-{}", levels[0].name),
+        unit(levels[0].size / 2),
+        1,
+    );
+    for pair in levels.windows(2) {
+        let (upper, lower) = (&pair[0], &pair[1]);
+        let bytes = (lower.size / 2).max((4 * upper.size).min(lower.size / 4 * 3));
+        stream(
+            &mut tasks,
+            &format!("{}-{}", upper.name, lower.name),
+            unit(bytes),
+            1,
+        );
+    }
+    let last = &levels[levels.len() - 1];
+    let mem_path = format!("{}-mem", last.name);
+    let wanted = (4 * last.size).max(MEM_MIN);
+    let cap = mem_available().map_or(MEM_MAX, |m| (m / 4).min(MEM_MAX));
+    let mem = wanted.min(cap);
+    if mem < 4 * last.size {
+        notes.push(format!(
+            "{mem_path}: working set {} instead of 4 x {} = {} (capped at min(2 GiB, \
+             MemAvailable/4)); part of it may be served by {}",
+            size_text(unit(mem)),
+            last.name,
+            size_text(4 * last.size),
+            last.name
+        ));
+    }
+    stream(&mut tasks, &mem_path, unit(mem), 1);
+    // The merge point: all CPUs at once, the same total working set split among them (each
+    // still at least 4 x the last private level, so it streams from below the private caches).
+    let private_last = levels.iter().take_while(|l| !l.shared).last();
+    let per_thread = (mem / cpus as u64).max(private_last.map_or(0, |l| 4 * l.size));
+    stream(&mut tasks, &mem_path, unit(per_thread), cpus);
+    if base.cores != cpus {
+        notes.push(format!(
+            "{mem_path} totals: measured with the {cpus} CPUs this process may use; the base \
+             model has {} cores",
+            base.cores
+        ));
+    }
+    match private_last {
+        Some(p) if cpus >= 2 => tasks.push(Task::C2c {
+            path: format!("{0}-{0}", p.name),
+            bytes: unit(C2C_BLOCK.min(levels[0].size / 2)),
+        }),
+        Some(p) => notes.push(format!(
+            "{0}-{0}: not measured (cache-to-cache transfers need two CPUs; this process may \
+             use {cpus})",
+            p.name
+        )),
+        None => {}
+    }
+    tasks
+}
+
+/// Notes when the base model's levels are not this host's.
+fn compare_with_host(base: &MachineModel, notes: &mut Vec<String>) {
+    let describe = |m: &MachineModel| {
+        m.levels
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} {}{}",
+                    l.name,
+                    size_text(l.size),
+                    if l.shared { " shared" } else { "" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match MachineModel::host() {
+        Ok(host) => {
+            let same = host.levels.len() == base.levels.len()
+                && host
+                    .levels
+                    .iter()
+                    .zip(&base.levels)
+                    .all(|(h, b)| h.size == b.size && h.shared == b.shared);
+            if !same {
+                notes.push(format!(
+                    "the base model's levels ({}) are not this host's ({}): working sets and \
+                     path names follow the base model, the figures are this host's",
+                    describe(base),
+                    describe(&host)
+                ));
+            }
+        }
+        Err(e) => notes.push(format!(
+            "this host's cache levels are unknown ({e}); working sets follow the base model ({})",
+            describe(base)
+        )),
+    }
+}
+
+/// Parsed benchmark output: usable CPUs, samples per task, skip reasons per task.
+struct Output {
+    cpus: Vec<u32>,
+    reps: Vec<Vec<Vec<f64>>>,
+    skipped: Vec<Option<String>>,
+}
+
+fn parse_output(text: &str, tasks: usize) -> Result<Output> {
+    let bad = |line: &str| anyhow!("unexpected benchmark output line {line:?}");
+    let mut out = Output {
+        cpus: Vec::new(),
+        reps: vec![Vec::new(); tasks],
+        skipped: vec![None; tasks],
+    };
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["cpus", list @ ..] => {
+                out.cpus = list
+                    .iter()
+                    .map(|c| c.parse().map_err(|_| bad(line)))
+                    .collect::<Result<_>>()?;
+            }
+            ["rep", id, values @ ..] if !values.is_empty() => {
+                let id: usize = id.parse().map_err(|_| bad(line))?;
+                let values = values
+                    .iter()
+                    .map(|v| v.parse::<f64>().map_err(|_| bad(line)))
+                    .collect::<Result<Vec<_>>>()?;
+                out.reps.get_mut(id).ok_or_else(|| bad(line))?.push(values);
+            }
+            ["skip", id, reason @ ..] => {
+                let id: usize = id.parse().map_err(|_| bad(line))?;
+                *out.skipped.get_mut(id).ok_or_else(|| bad(line))? = Some(reason.join(" "));
+            }
+            [] => {}
+            _ => return Err(bad(line)),
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the benchmark for `base`'s hierarchy and collects the figures.
+pub fn measure(
+    args: &CalibrateArgs,
+    base: &MachineModel,
+    dir: &Path,
+) -> Result<BandwidthCalibration> {
+    if !cfg!(target_arch = "x86_64") {
+        bail!(
+            "calibrate --bandwidth: the micro-benchmarks are written for x86-64 (SSE2, inline \
+             assembly); this is {}",
+            std::env::consts::ARCH
+        );
+    }
+    let (repetitions, repetition_ms) = if args.quick {
+        (args.repetitions.min(QUICK_REPETITIONS), QUICK_TARGET_MS)
+    } else {
+        (args.repetitions, TARGET_MS)
+    };
+    let mut notes = Vec::new();
+    compare_with_host(base, &mut notes);
+    let cpus = usable_cpus();
+    let tasks = plan(base, cpus, &mut notes);
+    tracing::info!(
+        "bandwidth: {} tasks x {repetitions} repetitions of ~{repetition_ms} ms on {cpus} CPUs",
+        tasks.len()
+    );
+    let exe = compile(dir, "bandwidth_bench", BENCH_SOURCE, &GCC_FLAGS)?;
+    let mut bench_args = vec![repetitions.to_string(), (repetition_ms * 1000).to_string()];
+    bench_args.extend(tasks.iter().map(Task::arg));
+    // Setup and sizing take a few repetitions' time per task; a hung benchmark is killed.
+    let expected_s = tasks.len() as u64 * (repetitions as u64 + 8) * repetition_ms / 1000;
+    let timeout = Duration::from_secs((10 * expected_s).max(120));
+    let text = run_bench(&exe, &bench_args, timeout)?;
+    let out = parse_output(&text, tasks.len())?;
+
+    // Every task that was not skipped must have all its repetitions with the right fields.
+    for (i, task) in tasks.iter().enumerate() {
+        if let Some(reason) = &out.skipped[i] {
+            notes.push(format!("{}: not measured ({reason})", task.name()));
+            continue;
+        }
+        let fields = match task {
+            Task::Clock | Task::Stream { .. } => 2,
+            Task::C2c { .. } => 3,
+            Task::Ipc | Task::Adds | Task::Flops => 4,
+        };
+        let reps = &out.reps[i];
+        if reps.len() != repetitions as usize || reps.iter().any(|r| r.len() != fields) {
+            bail!(
+                "the benchmark printed {} repetitions of {} (expected {repetitions} with {fields} \
+                 values each):\n{text}",
+                reps.len(),
+                task.name()
+            );
+        }
+    }
+    let rate = |r: &Vec<f64>| r[0] / r[1];
+    let samples_of = |i: usize, f: &dyn Fn(&Vec<f64>) -> f64| -> Vec<f64> {
+        out.reps[i].iter().map(f).collect()
+    };
+    let need = |stat: Option<Stat>, what: &str| {
+        stat.ok_or_else(|| anyhow!("the benchmark measured no positive {what}:\n{text}"))
+    };
+
+    let mut clock = None;
+    let mut ipc = None;
+    let mut adds = None;
+    let mut flops = None;
+    let mut streams = Vec::new();
+    let mut c2c = None;
+    for (i, task) in tasks.iter().enumerate() {
+        if out.skipped[i].is_some() {
+            continue;
+        }
+        // Units per cycle, each against the clock measured right around it.
+        let per_cycle = |r: &Vec<f64>| (r[0] / r[1]) / (r[2] / r[3]);
+        match task {
+            Task::Clock => {
+                clock = Some(need(Stat::of(samples_of(i, &|r| rate(r) / 1e9)), "clock")?)
+            }
+            Task::Ipc => ipc = Some(need(Stat::of(samples_of(i, &per_cycle)), "IPC")?),
+            Task::Adds => adds = Some(need(Stat::of(samples_of(i, &per_cycle)), "add IPC")?),
+            Task::Flops => {
+                flops = Some(need(
+                    Stat::of(samples_of(i, &per_cycle)),
+                    "flops per cycle",
+                )?)
+            }
+            Task::Stream {
+                path,
+                write,
+                bytes,
+                threads,
+            } => streams.push(StreamMeasurement {
+                path: path.clone(),
+                direction: if *write { "write" } else { "read" },
+                threads: *threads,
+                bytes_per_thread: *bytes,
+                gbs: need(
+                    Stat::of(samples_of(i, &|r| rate(r) / 1e9)),
+                    &format!("bandwidth for {}", task.name()),
+                )?,
+            }),
+            Task::C2c { path, bytes } => {
+                let pinned = [
+                    out.cpus.first().copied().unwrap_or(0),
+                    out.cpus.get(1).copied().unwrap_or(1),
+                ];
+                c2c = Some(CacheToCache {
+                    path: path.clone(),
+                    block_bytes: *bytes,
+                    cpus: pinned,
+                    read_gbs: need(
+                        Stat::of(samples_of(i, &|r| r[0] / r[1] / 1e9)),
+                        "cache-to-cache bandwidth",
+                    )?,
+                    round_gbs: need(
+                        Stat::of(samples_of(i, &|r| r[0] / r[2] / 1e9)),
+                        "cache-to-cache round bandwidth",
+                    )?,
+                });
+            }
+        }
+    }
+    let missing = |what: &str| anyhow!("the benchmark did not measure the {what}:\n{text}");
+    let clock = clock.ok_or_else(|| missing("clock"))?;
+    let ipc = ipc.ok_or_else(|| missing("IPC"))?;
+    let adds = adds.ok_or_else(|| missing("add IPC"))?;
+    let flops = flops.ok_or_else(|| missing("flops per cycle"))?;
+
+    // The limits, by path.
+    let mut paths: BTreeMap<String, PathLimit> = BTreeMap::new();
+    for s in &streams {
+        let limit = paths.entry(s.path.clone()).or_default();
+        let slot = match (s.direction, s.threads) {
+            ("read", 1) => &mut limit.read_gbs,
+            ("write", 1) => &mut limit.write_gbs,
+            ("read", _) => &mut limit.total_read_gbs,
+            _ => &mut limit.total_write_gbs,
+        };
+        *slot = Some(s.gbs.best);
+    }
+    if let Some(c) = &c2c {
+        paths.entry(c.path.clone()).or_default().read_gbs = Some(c.read_gbs.best);
+    }
+    let known = base.path_names();
+    for name in &known {
+        if !paths.contains_key(name) && !notes.iter().any(|n| n.starts_with(name.as_str())) {
+            notes.push(format!("{name}: not measured"));
+        }
+    }
+    let kept_from_base = base
+        .bandwidth
+        .iter()
+        .flat_map(|b| b.paths.keys())
+        .filter(|p| !paths.contains_key(*p))
+        .cloned()
+        .collect();
+    let cpuinfo = cpuinfo_ghz();
+    if let Some(c) = cpuinfo {
+        let ratio = clock.best / c;
+        if !(0.9..=1.1).contains(&ratio) {
+            notes.push(format!(
+                "the measured clock {:.3} GHz differs from /proc/cpuinfo's {c:.3} GHz by {:+.0}% \
+                 (boost clock, or a VM reporting the nominal clock); the measured one is used",
+                clock.best,
+                100.0 * (ratio - 1.0)
+            ));
+        }
+    }
+    for n in &notes {
+        tracing::info!("note: {n}");
+    }
+    Ok(BandwidthCalibration {
+        base_model: base.name.clone(),
+        repetitions,
+        repetition_ms,
+        quick: args.quick,
+        statistic: "best of the repetitions (interference only slows a run down); the median \
+                    and all samples show the spread",
+        access_bytes: ACCESS_BYTES,
+        cpus: out.cpus,
+        ghz: clock.best,
+        ipc: ipc.best,
+        ipc_independent_adds: adds.best,
+        flops_per_cycle: flops.best,
+        clock: Clock {
+            ghz: clock.best,
+            measured: clock,
+            cpuinfo_ghz: cpuinfo,
+        },
+        kernels: Kernels {
+            ipc,
+            ipc_independent_adds: adds,
+            flops_per_cycle: flops,
+        },
+        streams,
+        cache_to_cache: c2c,
+        path_order: known
+            .into_iter()
+            .filter(|p| paths.contains_key(p))
+            .collect(),
+        paths,
+        kept_from_base,
+        notes,
+    })
+}
+
+/// Puts the measured clock, IPC, flops per cycle and path limits into `model`'s bandwidth
+/// section; τ and paths not measured stay as they were.
+pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
+    let bw = model.bandwidth.get_or_insert_with(|| BandwidthModel {
+        ghz: cal.ghz,
+        ipc: cal.ipc,
+        flops_per_cycle: None,
+        false_sharing_penalty_cycles: None,
+        paths: Default::default(),
+    });
+    bw.ghz = cal.ghz;
+    bw.ipc = cal.ipc;
+    bw.flops_per_cycle = Some(cal.flops_per_cycle);
+    for (name, limit) in &cal.paths {
+        bw.paths.insert(name.clone(), limit.clone());
+    }
+}
+
+/// The comment lines about the bandwidth figures at the top of the written model.
+pub fn model_comment(cal: &BandwidthCalibration) -> String {
+    let c2c = cal
+        .cache_to_cache
+        .as_ref()
+        .map_or("(not measured)".to_string(), |c| c.path.clone());
+    let cpuinfo = cal
+        .clock
+        .cpuinfo_ghz
+        .map_or("-".to_string(), |c| format!("{c:.3} GHz"));
+    let mut text = format!(
+        "Bandwidth limits measured on this host (docs/calibrate.md): best of {} repetitions of \
+         ~{} ms; {}-byte SSE2 loads/stores on one pinned core; total_*: {} CPUs at once; {c2c}: \
+         cache-to-cache. ghz: dependent add chain ({:.3} GHz; /proc/cpuinfo: {cpuinfo}). ipc: \
+         L1-resident load/load/add/mul/store loop. flops_per_cycle: SSE2 addpd + mulpd. \
+         Independent adds: {:.2} instructions per cycle.",
+        cal.repetitions,
+        cal.repetition_ms,
+        cal.access_bytes,
+        cal.cpus.len(),
+        cal.ghz,
+        cal.ipc_independent_adds
+    );
+    for n in &cal.notes {
+        text.push_str("\nNote: ");
+        text.push_str(n);
+    }
+    let mut out = String::new();
+    for paragraph in text.lines() {
+        let mut line = String::from("#");
+        for word in paragraph.split_whitespace() {
+            if line.len() + 1 + word.len() > 95 && line.len() > 1 {
+                out.push_str(&line);
+                out.push('\n');
+                line = String::from("#");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The human summary: the clock and kernels, then one row per path.
+pub fn render(c: &BandwidthCalibration) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "bandwidth calibration (thesis §4.3–4.4, Table 4.3): best of {} repetitions of ~{} ms{}, \
+         {}-byte SSE2 loads/stores",
+        c.repetitions,
+        c.repetition_ms,
+        if c.quick { " (--quick)" } else { "" },
+        c.access_bytes
+    );
+    let cpus: Vec<String> = c.cpus.iter().map(u32::to_string).collect();
+    let _ = writeln!(o, "  CPUs (threads pinned): {}", cpus.join(" "));
+    let _ = writeln!(
+        o,
+        "  clock: {:.3} GHz measured (dependent add chain; median {:.3}); /proc/cpuinfo: {}",
+        c.ghz,
+        c.clock.measured.median,
+        c.clock
+            .cpuinfo_ghz
+            .map_or("-".to_string(), |g| format!("{g:.3} GHz"))
+    );
+    let _ = writeln!(
+        o,
+        "  ipc: {:.2} (L1-resident load/load/add/mul/store loop; independent adds: {:.2})",
+        c.ipc, c.ipc_independent_adds
+    );
+    let _ = writeln!(
+        o,
+        "  flops per cycle: {:.2} (SSE2 addpd + mulpd)",
+        c.flops_per_cycle
+    );
+    let _ = writeln!(
+        o,
+        "  {:<10} {:>10} {:>10} {:>11} {:>11}  measured with",
+        "path", "read GB/s", "write GB/s", "total read", "total write"
+    );
+    let num = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+    for (name, limit) in c
+        .path_order
+        .iter()
+        .filter_map(|n| Some((n, c.paths.get(n)?)))
+    {
+        let mut how: Vec<String> = Vec::new();
+        for s in c.streams.iter().filter(|s| &s.path == name) {
+            let what = if s.threads == 1 {
+                format!("{} on 1 core", size_text(s.bytes_per_thread))
+            } else {
+                format!(
+                    "{} x {} on {} cores",
+                    s.threads,
+                    size_text(s.bytes_per_thread),
+                    s.threads
+                )
+            };
+            if !how.contains(&what) {
+                how.push(what);
+            }
+        }
+        if let Some(x) = c.cache_to_cache.as_ref().filter(|x| &x.path == name) {
+            how.push(format!(
+                "{} handed between CPUs {} and {}",
+                size_text(x.block_bytes),
+                x.cpus[0],
+                x.cpus[1]
+            ));
+        }
+        let _ = writeln!(
+            o,
+            "  {:<10} {:>10} {:>10} {:>11} {:>11}  {}",
+            name,
+            num(limit.read_gbs),
+            num(limit.write_gbs),
+            num(limit.total_read_gbs),
+            num(limit.total_write_gbs),
+            how.join("; ")
+        );
+    }
+    if !c.kept_from_base.is_empty() {
+        let _ = writeln!(
+            o,
+            "  kept from the base model: {}",
+            c.kept_from_base.join(", ")
+        );
+    }
+    for n in &c.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn working_sets_follow_the_levels() {
+        let host = MachineModel::from_toml(
+            r#"
+name = "h"
+cores = 2
+line_size = 64
+[[levels]]
+name = "L1"
+size = "32K"
+assoc = 8
+[[levels]]
+name = "L2"
+size = "512K"
+assoc = 8
+[[levels]]
+name = "L3"
+size = "32M"
+assoc = 16
+shared = true
+"#,
+            "test",
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        let tasks = plan(&host, 2, &mut notes);
+        let args: Vec<String> = tasks.iter().map(Task::arg).collect();
+        assert_eq!(&args[..4], ["clock", "ipc", "adds", "flops"]);
+        assert!(args.contains(&"read:16384:1".to_string()), "{args:?}");
+        assert!(args.contains(&"write:262144:1".to_string()), "{args:?}");
+        assert!(args.contains(&"read:16777216:1".to_string()), "{args:?}");
+        assert!(args.contains(&"c2c:16384".to_string()), "{args:?}");
+        // Memory: 4 x 32 MiB (less only when MemAvailable is small), all CPUs with half each.
+        let mem = tasks
+            .iter()
+            .find_map(|t| match t {
+                Task::Stream {
+                    path,
+                    bytes,
+                    threads: 1,
+                    ..
+                } if path == "L3-mem" => Some(*bytes),
+                _ => None,
+            })
+            .unwrap();
+        assert!(mem <= 128 << 20, "{mem}");
+        assert!(
+            args.contains(&format!("read:{}:2", mem / 2)),
+            "{args:?} {mem}"
+        );
+    }
+
+    #[test]
+    fn output_parsing() {
+        let o = parse_output("cpus 0 1\nrep 0 100 0.5\nskip 1 needs two CPUs\n", 2).unwrap();
+        assert_eq!(o.cpus, [0, 1]);
+        assert_eq!(o.reps[0], [vec![100.0, 0.5]]);
+        assert_eq!(o.skipped[1].as_deref(), Some("needs two CPUs"));
+        assert!(parse_output("rep 5 1 1\n", 2).is_err());
+        assert!(parse_output("garbage\n", 2).is_err());
+    }
+
+    #[test]
+    fn stats_take_the_best() {
+        let s = Stat::of(vec![1.0, 3.0, 2.0, f64::NAN, 0.0]).unwrap();
+        assert_eq!(s.best, 3.0);
+        assert_eq!(s.median, 2.0);
+        assert!(Stat::of(vec![0.0]).is_none());
+    }
+}
