@@ -39,6 +39,9 @@ pub enum Command {
     Cc(CcArgs),
     /// Run a program built with `cachescope cc` and write its trace.
     Record(RecordArgs),
+    /// Bandwidth requirement curves, dominance breakdown and runtime estimate (thesis
+    /// §4.3–4.4).
+    Bandwidth(BandwidthArgs),
     /// Find false sharing: exit 0 when clean, 1 when findings exceed the thresholds.
     Audit(AuditArgs),
     /// Measure machine parameters natively and write them into a machine model.
@@ -180,6 +183,37 @@ pub struct SimulateArgs {
     /// Parallel engine: host threads (default: available cores). Never changes the results.
     #[arg(long, value_name = "K")]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// `cachescope bandwidth`.
+#[derive(Args, Debug)]
+pub struct BandwidthArgs {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// Machine model with a [bandwidth] section: a preset (ivybridge-4c) or a TOML file, e.g.
+    /// from `cachescope calibrate --bandwidth -o host.toml`.
+    #[arg(long, short, default_value = "ivybridge-4c")]
+    pub machine: String,
+    /// Override one model field, e.g. `--set bandwidth.ipc=2 --set levels.L1.size=64K`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Thread placement: one-to-one, round-robin, or THREAD:CORE,... pairs.
+    #[arg(long, default_value = "one-to-one")]
+    pub map: String,
+    /// Smoothing window W in time units (thesis §4.3.1).
+    #[arg(long, short = 'W', default_value_t = cachescope_sim::bandwidth::DEFAULT_WINDOW)]
+    pub window: u64,
+    /// Source attribution samples one access in N.
+    #[arg(long, value_name = "N", default_value_t = cachescope_sim::bandwidth::DEFAULT_SAMPLE_PERIOD)]
+    pub sample_period: u32,
+    /// Write the plots (bandwidth curves per path, dominance bars) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Use the complete chunks of a damaged or interrupted trace.
+    #[arg(long)]
+    pub allow_incomplete: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

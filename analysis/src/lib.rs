@@ -5,17 +5,17 @@
 //! - [`symbols`]: code positions to functions and source lines (DWARF via `addr2line`), data
 //!   addresses to global objects (ELF symbol tables), build-id checks against the trace's
 //!   module map, repo-relative paths for reports.
+//! - [`bandwidth`]: bandwidth curves in GB/s, limit costs (V_L, T_L), dominance breakdowns
+//!   per thread and in total, the runtime estimate, source attribution and SVG plots.
 //! - [`heap`]: live heap blocks rebuilt from `Alloc`/`Free` events, for naming heap data.
 //! - [`audit`]: the false-sharing audit: findings per data object with sites, cost, latent
 //!   (predicted-layout) findings and fingerprints.
 //! - [`sarif`]: the audit as SARIF 2.1.0 for CI systems.
 //! - [`pluto`]: worst-case false/true sharing estimates per barrier segment (thesis §4.2.2),
 //!   for any number of threads, under the recorded or a virtual cache-line layout.
-//!
-//! Not implemented yet: bandwidth curves and dominance, and the false-sharing audit that
-//! combines estimates, simulated coherence events and layout predictions.
 
 pub mod audit;
+pub mod bandwidth;
 pub mod heap;
 pub mod pluto;
 pub mod sarif;

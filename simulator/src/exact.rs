@@ -197,6 +197,8 @@ pub struct ExactEngine {
     /// The last thread looked up (events come in long runs of one thread).
     last_thread: Option<(ThreadId, usize)>,
     unsimulated_fetches: u64,
+    /// Transfers counted on any path but the first (core↔first level), by any core.
+    beyond_first_moves: u64,
     access_cost: u64,
     time_unit: TimeUnit,
     /// Boxed so the engine stays small when the log is off (the common case).
@@ -277,6 +279,7 @@ impl ExactEngine {
             slot_of,
             last_thread: None,
             unsimulated_fetches: 0,
+            beyond_first_moves: 0,
             access_cost: unit.access_cost(),
             time_unit: unit,
             log: None,
@@ -334,6 +337,30 @@ impl ExactEngine {
             }
             _ => t.end_time = t.end_time.max(end),
         }
+    }
+
+    /// Bytes `core` has moved so far over data path `path` (index into
+    /// [`MachineModel::path_names`]); zero for an unknown path or core.
+    #[inline]
+    pub fn core_path_bytes(&self, core: usize, path: usize) -> PathBytes {
+        self.paths
+            .get(path)
+            .and_then(|p| p.per_core.get(core))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// How many transfers have been counted on paths other than the first (by any core):
+    /// when it has not changed, an access moved bytes only between its core and the first
+    /// level.
+    #[inline]
+    pub fn beyond_first_moves(&self) -> u64 {
+        self.beyond_first_moves
+    }
+
+    /// Number of data paths the engine counts.
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
     }
 
     /// Simulates one memory access by `core`.
@@ -413,6 +440,7 @@ impl ExactEngine {
     }
 
     fn path(&mut self, j: usize, core: usize, read: u64, write: u64) {
+        self.beyond_first_moves += 1;
         let b = &mut self.paths[j].per_core[core];
         b.read += read;
         b.write += write;

@@ -8,10 +8,13 @@
 //! * [`parallel`]: the parallel engine — one worker per simulated core for the private levels
 //!   (bound phase), the shared levels and the directory in a deterministic weave step;
 //! * [`cachegrind`]: Cachegrind's own algorithm, for identical I1/D1/LL counts;
+//! * [`bandwidth`]: the bandwidth timeline — bytes per thread, data path and window, curves
+//!   and dominance kept online as histograms;
 //! * [`counters`]: what the engines count, and the stable JSON report.
 
 #![warn(missing_docs)]
 
+pub mod bandwidth;
 pub mod cache;
 pub mod cachegrind;
 pub mod counters;
@@ -25,5 +28,6 @@ pub use exact::{CoherenceKey, ExactEngine, ThreadMapping};
 pub use model::{MachineModel, ModelError};
 pub use parallel::{ParallelConfig, ParallelEngine, ParallelError};
 pub use run::{
-    simulate_cachegrind, simulate_exact, simulate_exact_with_coherence, simulate_parallel, SimError,
+    simulate_cachegrind, simulate_exact, simulate_exact_with_bandwidth,
+    simulate_exact_with_coherence, simulate_parallel, SimError,
 };

@@ -2,6 +2,7 @@
 
 use cachescope_schema::{Event, TraceError, TraceFile};
 
+use crate::bandwidth::{BandwidthConfig, BandwidthReport, BandwidthTimeline, ChannelError};
 use crate::cachegrind::{CachegrindSim, CgConfig};
 use crate::counters::{CachegrindReport, SimReport};
 use crate::exact::{CoherenceKey, ExactEngine, MappingError, ThreadMapping};
@@ -20,6 +21,30 @@ pub enum SimError {
     /// The parallel engine cannot run this model or configuration.
     #[error(transparent)]
     Parallel(#[from] ParallelError),
+    /// The model cannot be used for bandwidth analysis.
+    #[error(transparent)]
+    Bandwidth(#[from] ChannelError),
+}
+
+/// Simulates `trace` with the exact engine and keeps the bandwidth timeline (thesis
+/// §4.3–4.4) next to it.
+pub fn simulate_exact_with_bandwidth(
+    trace: &TraceFile,
+    model: &MachineModel,
+    mapping: &ThreadMapping,
+    cfg: BandwidthConfig,
+) -> Result<(SimReport, BandwidthReport), SimError> {
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let placement = mapping.place(&threads, model.cores)?;
+    let unit = trace.header().time_unit;
+    let mut timeline = BandwidthTimeline::new(model, &placement, unit, cfg)?;
+    let mut engine = ExactEngine::new(model, &placement, unit);
+    for e in trace.merged()? {
+        let e = e.map_err(|err| err.at_path(trace.path()))?;
+        engine.process(&e);
+        timeline.observe(&e, &engine);
+    }
+    Ok((engine.report(), timeline.finish()))
 }
 
 /// Simulates `trace` with the exact engine and also returns the coherence log (who was

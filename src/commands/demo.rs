@@ -1,9 +1,12 @@
 //! `cachescope demo`: the main job end to end on a real OpenMP program.
 //!
-//! Builds the false-sharing benchmark of thesis Fig. 4.3 and its padded fix (sources embedded
-//! from `examples/`) with `cachescope cc`, records both with two threads, verifies the traces,
-//! replays them on the `ivybridge-4c` model with the exact engine, audits them for false
-//! sharing, and writes the reports.
+//! Builds four example programs (sources embedded from `examples/`) with `cachescope cc`,
+//! records each with two threads, verifies the traces, replays them on the `ivybridge-4c` model
+//! with the exact engine, and writes the reports:
+//! * the false-sharing benchmark of thesis Fig. 4.3 and its padded fix, audited for false
+//!   sharing;
+//! * the naive and the temporally blocked 2D Jacobi solver of thesis §4.3.4, analysed for
+//!   bandwidth requirements, dominance and runtime (text, JSON and SVG plots).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -11,9 +14,12 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
 use cachescope_analysis::audit::{audit, AuditConfig};
+use cachescope_analysis::bandwidth::{analyse, svg, text as bandwidth_text};
+use cachescope_analysis::symbols::Symbolizer;
 use cachescope_schema::{verify_file, TraceFile, TraceSummary};
+use cachescope_sim::bandwidth::BandwidthConfig;
 use cachescope_sim::counters::SimReport;
-use cachescope_sim::{simulate_exact, MachineModel, ThreadMapping};
+use cachescope_sim::{simulate_exact, simulate_exact_with_bandwidth, MachineModel, ThreadMapping};
 use cachescope_tracer::record::{inspect, record, RecordOptions};
 use cachescope_tracer::shim;
 
@@ -23,17 +29,42 @@ use super::trace::render_info;
 use crate::cli::DemoArgs;
 use crate::output::{thousands, write_json};
 
-/// The programs the demo records: name, source, arguments.
-const PROGRAMS: &[(&str, &str, &[&str])] = &[
+/// What the demo explains about a program.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Analysis {
+    /// The false-sharing audit.
+    Audit,
+    /// Bandwidth curves, dominance and runtime estimate.
+    Bandwidth,
+}
+
+/// The programs the demo records: name, source, arguments, analysis.
+const PROGRAMS: &[(&str, &str, &[&str], Analysis)] = &[
     (
         "false_sharing",
         include_str!("../../examples/false_sharing.c"),
         &["2000"],
+        Analysis::Audit,
     ),
     (
         "false_sharing_padded",
         include_str!("../../examples/false_sharing_padded.c"),
         &["2000"],
+        Analysis::Audit,
+    ),
+    // Two 8 MiB grids (far beyond the model's 3 MiB L2), 12 sweeps; the blocked version does
+    // all 12 per pass over the grid (tiles of 16 rows).
+    (
+        "jacobi_naive",
+        include_str!("../../examples/jacobi_naive.c"),
+        &["1024", "12"],
+        Analysis::Bandwidth,
+    ),
+    (
+        "jacobi_blocked",
+        include_str!("../../examples/jacobi_blocked.c"),
+        &["1024", "12", "16", "12"],
+        Analysis::Bandwidth,
     ),
 ];
 
@@ -46,7 +77,8 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
     let model = MachineModel::load("ivybridge-4c")?;
     let mut written = Vec::new();
     let mut results = Vec::new();
-    for (name, source, prog_args) in PROGRAMS {
+    let mut bandwidth_results = Vec::new();
+    for (name, source, prog_args, analysis) in PROGRAMS {
         let src = out.join(format!("{name}.c"));
         std::fs::write(&src, source).with_context(|| format!("writing {}", src.display()))?;
         let bin = out.join(name);
@@ -110,7 +142,21 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         )?);
 
         println!("4/5 simulating on ivybridge-4c (exact engine)");
-        let sim = simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?;
+        let (sim, bandwidth) = match analysis {
+            Analysis::Audit => (
+                simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?,
+                None,
+            ),
+            Analysis::Bandwidth => {
+                let (sim, timeline) = simulate_exact_with_bandwidth(
+                    &trace,
+                    &model,
+                    &ThreadMapping::OneToOne,
+                    BandwidthConfig::default(),
+                )?;
+                (sim, Some(timeline))
+            }
+        };
         let sim_text = render_simulation(&trace_path.display().to_string(), &sim);
         written.push(write_report(
             out,
@@ -123,6 +169,37 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &sim,
         )?);
         println!("\n{info}\n{sim_text}");
+
+        if let Some(timeline) = bandwidth {
+            println!("5/5 bandwidth requirements, dominance and runtime estimate");
+            let mut symbols = Symbolizer::new(trace.modules());
+            let root = std::env::current_dir().context("current directory")?;
+            let a = analyse(&timeline, &model.name, &mut symbols, &root);
+            let text = bandwidth_text::summary(&a);
+            written.push(write_report(out, &format!("{name}.bandwidth.txt"), &text)?);
+            written.push(write_json_report(
+                out,
+                &format!("{name}.bandwidth.json"),
+                &a,
+            )?);
+            let plots = out.join(format!("{name}.bandwidth-svg"));
+            let files = svg::write_all(&a, &plots)?;
+            written.extend(files);
+            println!("{text}");
+            let memory: u64 = a
+                .series
+                .iter()
+                .filter(|s| s.path.ends_with("-mem"))
+                .map(|s| s.demand.volume)
+                .sum();
+            bandwidth_results.push((
+                *name,
+                memory,
+                a.program.estimated_seconds,
+                a.program.dominant.clone(),
+            ));
+            continue;
+        }
 
         println!("5/5 false-sharing audit");
         let report = audit(
@@ -151,6 +228,14 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             "  {name:<22} {:>12} accesses {:>12} L1 false-sharing misses",
             thousands(*accesses),
             thousands(*false_misses)
+        );
+    }
+    for (name, memory, seconds, dominant) in &bandwidth_results {
+        println!(
+            "  {name:<22} {:>12} memory bytes {:>9.2} ms estimated, dominant limit: {}",
+            thousands(*memory),
+            seconds * 1e3,
+            dominant.as_deref().unwrap_or("none")
         );
     }
     println!("reports in {}:", out.display());

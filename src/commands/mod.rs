@@ -1,6 +1,7 @@
 //! One module per command; each returns the process exit code.
 
 mod audit;
+mod bandwidth;
 mod calibrate;
 mod cc;
 mod demo;
@@ -25,6 +26,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Simulate(args) => simulate::run(&args),
         Command::Cc(args) => cc::run(&args.args),
         Command::Record(args) => record::run(&args),
+        Command::Bandwidth(args) => bandwidth::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
         Command::Import(ImportCommand::Lackey {

@@ -1,0 +1,482 @@
+//! Online aggregation of the bandwidth timeline, driven event by event next to the exact
+//! engine: per thread and window the busy time units, the bytes of every series, then per
+//! window the slowest limit (dominance), all folded into histograms when the window closes.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+use cachescope_schema::{CodePos, Event, ThreadId, TimeUnit, TimedEvent};
+
+use super::{
+    Attribution, BandwidthConfig, BandwidthReport, Channel, Curve, Direction, Dominance,
+    ProgramEstimate, Scope, Series, ThreadBandwidth, ATTRIBUTION_TOP,
+};
+use crate::exact::ExactEngine;
+use crate::model::MachineModel;
+
+use super::channels::{channels, ChannelError};
+
+/// Per-thread state of the open window.
+struct ThreadState {
+    out: ThreadBandwidth,
+    core: usize,
+    /// Busy time units in the open window.
+    busy: u64,
+    /// Busy time units of an advance that reach past the open window.
+    carry: u64,
+    /// Per series, the open window's value.
+    values: Vec<u64>,
+    /// Accesses until the next sampled one.
+    until_sample: u32,
+    /// Sampled `(series, pc, bytes)` of the open window.
+    samples: Vec<(usize, CodePos, u64)>,
+    /// Time of the current barrier segment: at peak, and estimated.
+    segment_peak: f64,
+    segment_estimated: f64,
+}
+
+/// The bandwidth timeline of one simulation.
+pub struct BandwidthTimeline {
+    cfg: BandwidthConfig,
+    time_unit: TimeUnit,
+    ghz: f64,
+    ipc: f64,
+    series: Vec<Series>,
+    channels: Vec<Channel>,
+    /// Series index of each engine path: `(read, write)`.
+    path_series: Vec<(usize, usize)>,
+    flops_series: usize,
+    threads: Vec<ThreadState>,
+    slot_of: FxHashMap<ThreadId, usize>,
+    last_thread: Option<(ThreadId, usize)>,
+    /// The engine's count of transfers beyond the first path at the last look.
+    moves_seen: u64,
+    /// Per core: the thread whose event it ran last (charged with its bytes).
+    core_thread: Vec<usize>,
+    /// Per core and path: bytes already accounted.
+    seen: Vec<Vec<(u64, u64)>>,
+    /// Index of the open window.
+    window: u64,
+    demand: Vec<Curve>,
+    /// Per channel: the demand in windows where it dominated some thread (merge points).
+    merge_dominance: Vec<Curve>,
+    /// Per channel: dominant for some thread in the open window (scratch).
+    dominant_now: Vec<bool>,
+    /// Summed over threads per series in the open window (scratch).
+    demand_now: Vec<u64>,
+    /// Time a barrier was left in the open window: a barrier segment ends there.
+    segment_ends: Option<u64>,
+    last_leave: Option<u64>,
+    program: ProgramEstimate,
+    attribution: FxHashMap<(usize, CodePos), u64>,
+}
+
+impl BandwidthTimeline {
+    /// A timeline for `model` (which needs a bandwidth section) and the thread placement the
+    /// engine uses.
+    pub fn new(
+        model: &MachineModel,
+        placement: &BTreeMap<ThreadId, u32>,
+        time_unit: TimeUnit,
+        cfg: BandwidthConfig,
+    ) -> Result<Self, ChannelError> {
+        let (series, chans) = channels(model)?;
+        let bw = model
+            .bandwidth
+            .as_ref()
+            .ok_or_else(|| ChannelError::NoBandwidthModel(model.name.clone()))?;
+        let cfg = BandwidthConfig {
+            window: cfg.window.max(1),
+            sample_period: cfg.sample_period.max(1),
+        };
+        let paths = model.path_names().len();
+        let mut path_series = vec![(usize::MAX, usize::MAX); paths];
+        let mut flops_series = usize::MAX;
+        for (s, ser) in series.iter().enumerate() {
+            match (ser.path_index, ser.direction) {
+                (Some(j), Direction::Read) => path_series[j].0 = s,
+                (Some(j), Direction::Write) => path_series[j].1 = s,
+                _ => flops_series = s,
+            }
+        }
+        let ns = series.len();
+        let mut slot_of = FxHashMap::default();
+        let threads = placement
+            .iter()
+            .enumerate()
+            .map(|(i, (&thread, &core))| {
+                slot_of.insert(thread, i);
+                ThreadState {
+                    out: ThreadBandwidth {
+                        thread,
+                        core,
+                        windows: 0,
+                        busy_units: 0,
+                        peak_units: 0,
+                        estimated_units: 0.0,
+                        curves: (0..ns).map(|_| Curve::new()).collect(),
+                        dominance: chans
+                            .iter()
+                            .map(|_| Dominance {
+                                windows: 0,
+                                units: 0.0,
+                                added_units: 0.0,
+                                curve: Curve::new(),
+                            })
+                            .collect(),
+                    },
+                    core: core as usize,
+                    busy: 0,
+                    carry: 0,
+                    values: vec![0; ns],
+                    until_sample: cfg.sample_period.max(1),
+                    samples: Vec::new(),
+                    segment_peak: 0.0,
+                    segment_estimated: 0.0,
+                }
+            })
+            .collect();
+        // Until a core runs an event, its bytes go to its first placed thread.
+        let mut core_thread = vec![0; model.cores as usize];
+        for (i, &core) in placement.values().enumerate().rev() {
+            if let Some(c) = core_thread.get_mut(core as usize) {
+                *c = i;
+            }
+        }
+        Ok(BandwidthTimeline {
+            cfg,
+            time_unit,
+            ghz: bw.ghz,
+            ipc: bw.ipc,
+            demand: (0..ns).map(|_| Curve::new()).collect(),
+            demand_now: vec![0; ns],
+            merge_dominance: chans.iter().map(|_| Curve::new()).collect(),
+            dominant_now: vec![false; chans.len()],
+            series,
+            channels: chans,
+            path_series,
+            flops_series,
+            threads,
+            slot_of,
+            last_thread: None,
+            seen: vec![vec![(0, 0); paths]; model.cores as usize],
+            core_thread,
+            moves_seen: 0,
+            window: 0,
+            segment_ends: None,
+            last_leave: None,
+            program: ProgramEstimate::default(),
+            attribution: FxHashMap::default(),
+        })
+    }
+
+    /// Accounts event `e`, which `engine` has just processed.
+    pub fn observe(&mut self, e: &TimedEvent, engine: &ExactEngine) {
+        let slot = match self.last_thread {
+            Some((t, i)) if t == e.thread => i,
+            _ => match self.slot_of.get(&e.thread) {
+                Some(&i) => {
+                    self.last_thread = Some((e.thread, i));
+                    i
+                }
+                None => return,
+            },
+        };
+        let w = self.cfg.window;
+        if e.time / w > self.window {
+            self.advance_to(e.time / w);
+        }
+        match e.event {
+            Event::Access(a) => {
+                let cost = self.time_unit.access_cost();
+                if cost > 0 {
+                    self.add_busy(slot, e.time, cost);
+                }
+                let t = &mut self.threads[slot];
+                t.until_sample -= 1;
+                let pc = if t.until_sample == 0 {
+                    t.until_sample = self.cfg.sample_period;
+                    a.pc
+                } else {
+                    None
+                };
+                let core = t.core;
+                self.core_thread[core] = slot;
+                let moves = engine.beyond_first_moves();
+                if moves == self.moves_seen {
+                    // The common case, an L1 hit: only the first path moved bytes.
+                    self.take_first(core, engine, pc);
+                } else {
+                    self.moves_seen = moves;
+                    // Bytes beyond the first path may be charged to other cores too (a
+                    // downgrade writeback of another core's dirty copy): look at every core.
+                    self.take_bytes(core, engine, pc);
+                    for other in (0..self.seen.len()).filter(|&c| c != core) {
+                        self.take_bytes(other, engine, None);
+                    }
+                }
+            }
+            Event::Advance { units, flops } => {
+                self.threads[slot].values[self.flops_series] += flops;
+                self.add_busy(slot, e.time, units);
+            }
+            Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
+                self.last_leave = Some(e.time);
+                self.segment_ends = Some(e.time);
+            }
+            _ => {}
+        }
+    }
+
+    /// [`Self::take_bytes`] for the first path only.
+    fn take_first(&mut self, core: usize, engine: &ExactEngine, pc: Option<CodePos>) {
+        let period = self.cfg.sample_period as u64;
+        let t = &mut self.threads[self.core_thread[core]];
+        let (read_s, write_s) = self.path_series[0];
+        let now = engine.core_path_bytes(core, 0);
+        let seen = &mut self.seen[core][0];
+        let (dr, dw) = (now.read - seen.0, now.write - seen.1);
+        *seen = (now.read, now.write);
+        t.values[read_s] += dr;
+        t.values[write_s] += dw;
+        if let Some(pc) = pc {
+            for (s, d) in [(read_s, dr), (write_s, dw)] {
+                if d > 0 {
+                    t.samples.push((s, pc, d * period));
+                }
+            }
+        }
+    }
+
+    /// Moves the bytes `engine` charged to `core` since the last look into the open window of
+    /// the thread last seen on it; samples them at `pc` when given.
+    fn take_bytes(&mut self, core: usize, engine: &ExactEngine, pc: Option<CodePos>) {
+        let period = self.cfg.sample_period as u64;
+        let t = &mut self.threads[self.core_thread[core]];
+        let seen = &mut self.seen[core];
+        for (j, &(read_s, write_s)) in self.path_series.iter().enumerate() {
+            let now = engine.core_path_bytes(core, j);
+            let (r0, w0) = seen[j];
+            let (dr, dw) = (now.read - r0, now.write - w0);
+            if dr | dw == 0 {
+                continue;
+            }
+            seen[j] = (now.read, now.write);
+            t.values[read_s] += dr;
+            t.values[write_s] += dw;
+            if let Some(pc) = pc {
+                for (s, d) in [(read_s, dr), (write_s, dw)] {
+                    if d > 0 {
+                        t.samples.push((s, pc, d * period));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `units` of busy time of thread `slot` starting at `time` (inside the open window).
+    fn add_busy(&mut self, slot: usize, time: u64, units: u64) {
+        let w = self.cfg.window;
+        let window_end = (self.window + 1).saturating_mul(w);
+        let t = &mut self.threads[slot];
+        let here = units.min(window_end.saturating_sub(time));
+        t.busy += here;
+        t.carry += units - here;
+    }
+
+    /// Closes windows until `target` is the open one.
+    fn advance_to(&mut self, target: u64) {
+        while self.window < target {
+            self.close(1);
+            self.window += 1;
+            if self.threads.iter().all(|t| t.busy == 0 && t.carry == 0) {
+                self.window = target;
+                return;
+            }
+            // Windows filled only by carried busy time (long advances) are identical: close
+            // them in one step.
+            let w = self.cfg.window;
+            let only_carry = self
+                .threads
+                .iter()
+                .all(|t| (t.busy == 0 || t.busy == w) && t.values.iter().all(|&v| v == 0));
+            if self.window < target && only_carry {
+                let repeat = self
+                    .threads
+                    .iter()
+                    .filter(|t| t.busy > 0)
+                    .map(|t| t.carry / w + 1)
+                    .min()
+                    .unwrap_or(1)
+                    .min(target - self.window);
+                if repeat > 1 {
+                    for t in self.threads.iter_mut().filter(|t| t.busy > 0) {
+                        t.carry -= (repeat - 1) * w;
+                    }
+                    self.close(repeat);
+                    self.window += repeat;
+                }
+            }
+        }
+    }
+
+    /// Closes the open window, which stands for `repeat` identical windows.
+    fn close(&mut self, repeat: u64) {
+        let w = self.cfg.window;
+        let weight = w * repeat;
+        for (s, d) in self.demand_now.iter_mut().enumerate() {
+            *d = self.threads.iter().map(|t| t.values[s]).sum();
+        }
+        // A barrier left in the first half of the window ends the segment before it, one left
+        // later ends it after: windows are not cut, so a segment boundary is exact to W/2.
+        let start = self.window.saturating_mul(w);
+        if self.segment_ends.is_some_and(|t| t - start < w.div_ceil(2)) {
+            self.end_segment();
+        }
+        let mut any = false;
+        for t in &mut self.threads {
+            if t.busy == 0 && t.values.iter().all(|&v| v == 0) {
+                continue;
+            }
+            any = true;
+            let busy = t.busy as f64;
+            let mut slowest = busy;
+            let mut dominant: Option<(usize, u64)> = None;
+            for (c, ch) in self.channels.iter().enumerate() {
+                let own = t.values[ch.series];
+                if own == 0 {
+                    continue;
+                }
+                let value = match ch.scope {
+                    Scope::PerCore => own,
+                    // Fairness at a merge point: every core using it is slowed by the
+                    // summed demand over the limit.
+                    Scope::Total => self.demand_now[ch.series],
+                };
+                let need = value as f64 / ch.limit_per_unit;
+                if need > slowest {
+                    slowest = need;
+                    dominant = Some((c, value));
+                }
+            }
+            let o = &mut t.out;
+            let r = repeat as f64;
+            o.windows += repeat;
+            o.busy_units += t.busy * repeat;
+            o.estimated_units += slowest * r;
+            for (curve, &v) in o.curves.iter_mut().zip(&t.values) {
+                curve.volume += v * repeat;
+                curve.record(v, weight);
+            }
+            match dominant {
+                Some((c, value)) => {
+                    self.dominant_now[c] = true;
+                    let d = &mut o.dominance[c];
+                    d.windows += repeat;
+                    d.units += slowest * r;
+                    d.added_units += (slowest - busy) * r;
+                    d.curve.volume += value * repeat;
+                    d.curve.record(value, weight);
+                    let series = self.channels[c].series;
+                    for &(s, pc, bytes) in &t.samples {
+                        if s == series {
+                            *self.attribution.entry((c, pc)).or_default() += bytes;
+                        }
+                    }
+                }
+                None => o.peak_units += t.busy * repeat,
+            }
+            t.segment_peak += busy * r;
+            t.segment_estimated += slowest * r;
+        }
+        if any {
+            for (curve, &v) in self.demand.iter_mut().zip(&self.demand_now) {
+                curve.volume += v * repeat;
+                curve.record(v, weight);
+            }
+            for (c, ch) in self.channels.iter().enumerate() {
+                if std::mem::take(&mut self.dominant_now[c]) && ch.scope == Scope::Total {
+                    let v = self.demand_now[ch.series];
+                    self.merge_dominance[c].volume += v * repeat;
+                    self.merge_dominance[c].record(v, weight);
+                }
+            }
+        }
+        if self.segment_ends.is_some() {
+            self.end_segment();
+        }
+        for t in &mut self.threads {
+            t.values.iter_mut().for_each(|v| *v = 0);
+            t.samples.clear();
+            t.busy = t.carry.min(w);
+            t.carry -= t.busy;
+        }
+    }
+
+    fn end_segment(&mut self) {
+        self.segment_ends = None;
+        let (mut peak, mut est) = (0.0f64, 0.0f64);
+        for t in &mut self.threads {
+            peak = peak.max(t.segment_peak);
+            est = est.max(t.segment_estimated);
+            t.segment_peak = 0.0;
+            t.segment_estimated = 0.0;
+        }
+        if est > 0.0 || peak > 0.0 {
+            self.program.segments += 1;
+            self.program.peak_units += peak;
+            self.program.estimated_units += est;
+        }
+    }
+
+    /// Closes the last windows and returns the report.
+    pub fn finish(mut self) -> BandwidthReport {
+        while self
+            .threads
+            .iter()
+            .any(|t| t.busy > 0 || t.carry > 0 || t.values.iter().any(|&v| v > 0))
+        {
+            let next = self.window + 1;
+            self.advance_to(next);
+        }
+        self.end_segment();
+        let mut attribution: Vec<Attribution> = self
+            .attribution
+            .into_iter()
+            .map(|((channel, pc), bytes)| Attribution { channel, pc, bytes })
+            .collect();
+        attribution.sort_unstable_by(|a, b| {
+            (a.channel, std::cmp::Reverse(a.bytes), a.pc).cmp(&(
+                b.channel,
+                std::cmp::Reverse(b.bytes),
+                b.pc,
+            ))
+        });
+        let mut kept = Vec::new();
+        for a in attribution {
+            if kept
+                .iter()
+                .filter(|k: &&Attribution| k.channel == a.channel)
+                .count()
+                < ATTRIBUTION_TOP
+            {
+                kept.push(a);
+            }
+        }
+        BandwidthReport {
+            window: self.cfg.window,
+            sample_period: self.cfg.sample_period,
+            time_unit: self.time_unit,
+            ghz: self.ghz,
+            ipc: self.ipc,
+            series: self.series,
+            channels: self.channels,
+            threads: self.threads.into_iter().map(|t| t.out).collect(),
+            demand: self.demand,
+            merge_dominance: self.merge_dominance,
+            program: self.program,
+            attribution: kept,
+        }
+    }
+}
