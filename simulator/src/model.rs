@@ -156,6 +156,13 @@ pub struct PathLimit {
     /// Write limit summed over all cores.
     #[serde(default)]
     pub total_write_gbs: Option<f64>,
+    /// Limit on read and write bytes together, per core (a bus both directions share, like
+    /// a memory channel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combined_gbs: Option<f64>,
+    /// Limit on read and write bytes together, summed over all cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_combined_gbs: Option<f64>,
 }
 
 /// Peak performance and data path limits for bandwidth and runtime analysis (thesis §4.4).
@@ -172,6 +179,10 @@ pub struct BandwidthModel {
     /// Cost of one false-sharing event, cycles (τ of thesis §4.2).
     #[serde(default)]
     pub false_sharing_penalty_cycles: Option<f64>,
+    /// Cost of the first touch of a 4 KiB page (the kernel's page fault and zeroing), ns:
+    /// time the touching thread cannot overlap with anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_fault_ns: Option<f64>,
     /// Limits by path name: `core-L1`, `L1-L2`, ..., `<last>-mem`, and `<last private
     /// level>-<same>` for cache-to-cache transfers (e.g. `L1-L1`).
     #[serde(default)]
@@ -373,6 +384,16 @@ impl MachineModel {
                     return bad(name.into(), format!("must be positive, not {v}"));
                 }
             }
+            for (name, v) in [
+                ("bandwidth.flops_per_cycle", bw.flops_per_cycle),
+                ("bandwidth.page_fault_ns", bw.page_fault_ns),
+            ] {
+                if let Some(v) = v {
+                    if !(v.is_finite() && v > 0.0) {
+                        return bad(name.into(), format!("must be positive, not {v}"));
+                    }
+                }
+            }
             let known = self.path_names();
             for (name, limit) in &bw.paths {
                 if !known.contains(name) {
@@ -386,6 +407,8 @@ impl MachineModel {
                     ("write_gbs", limit.write_gbs),
                     ("total_read_gbs", limit.total_read_gbs),
                     ("total_write_gbs", limit.total_write_gbs),
+                    ("combined_gbs", limit.combined_gbs),
+                    ("total_combined_gbs", limit.total_combined_gbs),
                 ] {
                     if let Some(v) = v {
                         if !(v.is_finite() && v > 0.0) {

@@ -262,6 +262,78 @@ fn barriers_join_threads_per_segment() {
 }
 
 #[test]
+fn combined_limit_counts_both_directions() {
+    // Memory: 100 B/unit each way, but only 16 B/unit both ways together. 100 line loads in
+    // 200 units: 6400 B read → the combined limit needs 400 units and dominates.
+    let m = model(
+        r#"
+[bandwidth.paths.L2-mem]
+read_gbs = 100.0
+write_gbs = 100.0
+combined_gbs = 16.0
+"#,
+    );
+    let (r, _) = run(&m, &burst(0, 0, 1 << 20, 100, 200), 200);
+    assert_eq!(dominant(&r, 0).as_deref(), Some("L2-mem read+write"));
+    assert!((r.threads[0].estimated_units - 400.0).abs() < 1e-9);
+    let both = r.channels[channel(&r, "L2-mem read+write")].series;
+    assert_eq!(r.threads[0].curves[both].volume, 6400);
+}
+
+#[test]
+fn first_touches_of_pages_cost_page_faults() {
+    // 100 ns per fault at 1 GHz × 1 IPC: 100 units each, added to the window's time.
+    let m = model("page_fault_ns = 100.0\n");
+    let load = |addr| Event::Access(acc(AccessKind::Load, addr, 8));
+    let adv = |units| Event::Advance { units, flops: 0 };
+    let big = 0x4000_0000u64;
+    let events = [
+        // Window 0: three lines in two pages: 2 faults.
+        at(0, 0, load(0x10_0000)),
+        at(0, 0, load(0x10_0040)),
+        at(0, 0, load(0x10_1000)),
+        at(0, 0, adv(200)),
+        // Window 1: the same pages again (one line evicted meanwhile is no new fault).
+        at(200, 0, load(0x10_0000)),
+        at(200, 0, load(0x10_1008)),
+        at(200, 0, adv(200)),
+        // A 256 KiB block touched, freed, allocated again and touched: its page faults twice.
+        at(
+            400,
+            0,
+            Event::Alloc {
+                addr: big,
+                size: 256 << 10,
+                site: None,
+            },
+        ),
+        at(400, 0, Event::Access(acc(AccessKind::Store, big, 8))),
+        at(400, 0, Event::Free { addr: big }),
+        at(
+            400,
+            0,
+            Event::Alloc {
+                addr: big,
+                size: 256 << 10,
+                site: None,
+            },
+        ),
+        at(400, 0, Event::Access(acc(AccessKind::Store, big + 64, 8))),
+        at(400, 0, adv(200)),
+    ];
+    let (r, _) = run(&m, &events, 200);
+    let t = &r.threads[0];
+    assert_eq!(t.faults, 4);
+    assert!((t.fault_units - 400.0).abs() < 1e-9);
+    assert!(
+        (t.estimated_units - (600.0 + 400.0)).abs() < 1e-9,
+        "{}",
+        t.estimated_units
+    );
+    assert!((r.program.estimated_units - 1000.0).abs() < 1e-9);
+}
+
+#[test]
 fn long_advances_fill_every_window() {
     // One advance of 1,000,000 units from time 100 with W = 200: 5001 windows touched.
     let m = model(LIMITS);
@@ -345,7 +417,7 @@ proptest! {
             }
             // The breakdown adds up: peak time plus dominated windows' time is the estimate.
             let dominated: f64 = th.dominance.iter().map(|d| d.units).sum();
-            prop_assert!((th.peak_units as f64 + dominated - th.estimated_units).abs() < 1e-6 * th.estimated_units.max(1.0));
+            prop_assert!((th.peak_units as f64 + dominated + th.fault_units - th.estimated_units).abs() < 1e-6 * th.estimated_units.max(1.0));
             prop_assert!(th.estimated_units + 1e-9 >= th.busy_units as f64);
         }
     }

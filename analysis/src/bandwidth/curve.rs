@@ -117,3 +117,55 @@ pub struct LimitCost {
     /// V_L^Dom / L: the time the limit really adds, seconds.
     pub dominant_t_l_seconds: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// W = 10 units at 1 GHz × 1 IPC: a window value v is v/10 GB/s, a unit 1 ns.
+    fn hand_curve(windows: &[(u64, u64)]) -> Curve {
+        let mut c = Curve::new();
+        for &(value, count) in windows {
+            c.record(value, 10 * count);
+            c.volume += value * count;
+        }
+        c
+    }
+
+    const SCALE: Scale = Scale {
+        window: 10,
+        seconds_per_unit: 1e-9,
+    };
+
+    #[test]
+    fn limit_cost_matches_hand_computation() {
+        // 5 idle windows, 3 at 20 B (2 GB/s), 2 at 60 B (6 GB/s): 100 ns, 180 bytes.
+        let curve = hand_curve(&[(0, 5), (20, 3), (60, 2)]);
+        // One of the two 60 B windows was dominated by the limit.
+        let dom = hand_curve(&[(60, 1)]);
+        let r = RateCurve::new(&curve, Some(&dom), SCALE);
+        assert_eq!(r.volume, 180);
+        assert!((r.seconds - 100e-9).abs() < 1e-18);
+        // The area under the curve is the volume: Σ rate × seconds = 2·30 + 6·20 = 180 bytes.
+        let area_gb: f64 = r.steps.iter().map(|s| s.rate * s.seconds).sum();
+        assert!((area_gb * 1e9 - 180.0).abs() < 1e-9, "{area_gb}");
+        assert!((r.max_rate - 6.0).abs() < 1e-12);
+        assert!((r.average_rate - 1.8).abs() < 1e-12);
+        // L = 3 GB/s: above it 20 ns at 6 GB/s; V_L = (6 − 3) · 20 ns = 60 bytes;
+        // T_L = V_L / L = 20 ns. Half of it dominant: V_L^Dom = 30 bytes, T_L^Dom = 10 ns.
+        let c = r.cost(3.0);
+        assert!((c.seconds_above - 20e-9).abs() < 1e-18);
+        assert!((c.volume_over_gb - 60e-9).abs() < 1e-18);
+        assert!((c.t_l_seconds - 20e-9).abs() < 1e-18);
+        assert!((c.dominant_seconds_above - 10e-9).abs() < 1e-18);
+        assert!((c.dominant_volume_over_gb - 30e-9).abs() < 1e-18);
+        assert!((c.dominant_t_l_seconds - 10e-9).abs() < 1e-18);
+        // L = 1 GB/s: both non-idle steps are above it: V_L = 1·30 + 5·20 = 130 bytes.
+        let c = r.cost(1.0);
+        assert!((c.seconds_above - 50e-9).abs() < 1e-18);
+        assert!((c.volume_over_gb - 130e-9).abs() < 1e-18);
+        assert!((c.t_l_seconds - 130e-9).abs() < 1e-18);
+        // A limit above every requirement costs nothing.
+        assert_eq!(r.cost(7.0), LimitCost::default());
+    }
+}

@@ -19,6 +19,9 @@ use serde::Serialize;
 use crate::symbols::{relative_path, Symbolizer};
 use curve::{LimitCost, RateCurve, Scale};
 
+/// Name of the breakdown part for first touches of pages (its `windows` counts the faults).
+pub const PAGE_FAULTS: &str = "page faults (first touch)";
+
 /// Source lines listed per limit.
 pub const POSITIONS_SHOWN: usize = 10;
 
@@ -80,12 +83,12 @@ pub struct Breakdown {
     pub parts: Vec<BreakdownPart>,
 }
 
-/// Windows in which one limit dominated.
+/// Windows in which one limit dominated, or the page faults.
 #[derive(Debug, Clone, Serialize)]
 pub struct BreakdownPart {
-    /// Limit name, e.g. `L2-mem write (total)`.
+    /// Limit name, e.g. `L2-mem write (total)`, or [`PAGE_FAULTS`].
     pub channel: String,
-    /// Windows.
+    /// Windows (for [`PAGE_FAULTS`]: the number of faults).
     pub windows: u64,
     /// Estimated seconds of those windows.
     pub seconds: f64,
@@ -225,7 +228,7 @@ pub fn analyse(
         .threads
         .iter()
         .map(|t| {
-            let parts: Vec<BreakdownPart> = t
+            let mut parts: Vec<BreakdownPart> = t
                 .dominance
                 .iter()
                 .zip(&channel_names)
@@ -237,6 +240,14 @@ pub fn analyse(
                     added_seconds: d.added_units * spu,
                 })
                 .collect();
+            if t.faults > 0 {
+                parts.push(BreakdownPart {
+                    channel: PAGE_FAULTS.into(),
+                    windows: t.faults,
+                    seconds: t.fault_units * spu,
+                    added_seconds: t.fault_units * spu,
+                });
+            }
             let breakdown = Breakdown {
                 busy_seconds: t.busy_units as f64 * spu,
                 peak_seconds: t.peak_units as f64 * spu,
@@ -253,9 +264,13 @@ pub fn analyse(
         })
         .collect();
 
-    total
-        .parts
-        .sort_by_key(|p| channel_names.iter().position(|n| *n == p.channel));
+    // Channel order, page faults last.
+    total.parts.sort_by_key(|p| {
+        channel_names
+            .iter()
+            .position(|n| *n == p.channel)
+            .unwrap_or(usize::MAX)
+    });
 
     let series = report
         .series

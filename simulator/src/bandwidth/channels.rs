@@ -12,6 +12,8 @@ pub enum Direction {
     Read,
     /// Bytes away from the core.
     Write,
+    /// Bytes in both directions together (a bus both share).
+    Combined,
     /// Floating-point operations (the ALU "path").
     Flops,
 }
@@ -22,6 +24,7 @@ impl Direction {
         match self {
             Direction::Read => "read",
             Direction::Write => "write",
+            Direction::Combined => "read+write",
             Direction::Flops => "flops",
         }
     }
@@ -86,7 +89,8 @@ pub enum ChannelError {
     NoLimits(String),
 }
 
-/// The series of `model` (every path both ways, then FLOPs) and its limits, in a fixed order.
+/// The series of `model` (every path both ways, plus read+write where a combined limit is
+/// set, then FLOPs) and its limits, in a fixed order.
 pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), ChannelError> {
     let bw = model
         .bandwidth
@@ -97,7 +101,7 @@ pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), Cha
     let mut chans = Vec::new();
     for (j, path) in model.path_names().into_iter().enumerate() {
         let limit = bw.paths.get(&path);
-        for (dir, own, total) in [
+        let mut directions = vec![
             (
                 Direction::Read,
                 limit.and_then(|l| l.read_gbs),
@@ -108,7 +112,15 @@ pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), Cha
                 limit.and_then(|l| l.write_gbs),
                 limit.and_then(|l| l.total_write_gbs),
             ),
-        ] {
+        ];
+        let combined = (
+            limit.and_then(|l| l.combined_gbs),
+            limit.and_then(|l| l.total_combined_gbs),
+        );
+        if combined.0.is_some() || combined.1.is_some() {
+            directions.push((Direction::Combined, combined.0, combined.1));
+        }
+        for (dir, own, total) in directions {
             let s = series.len();
             series.push(Series {
                 path: path.clone(),
@@ -145,7 +157,7 @@ pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), Cha
             limit_per_unit: fpc / bw.ipc,
         });
     }
-    if chans.is_empty() {
+    if chans.is_empty() && bw.page_fault_ns.is_none() {
         return Err(ChannelError::NoLimits(model.name.clone()));
     }
     Ok((series, chans))

@@ -64,7 +64,8 @@ pub struct Curve {
 }
 
 impl Curve {
-    pub(crate) fn new() -> Self {
+    /// An empty curve.
+    pub fn new() -> Self {
         Curve {
             volume: 0,
             units: 0,
@@ -72,7 +73,9 @@ impl Curve {
         }
     }
 
-    pub(crate) fn record(&mut self, value: u64, units: u64) {
+    /// Records that `value` (per window) was required for `units` time units; the caller
+    /// adds to `volume`.
+    pub fn record(&mut self, value: u64, units: u64) {
         // Auto-resizing histograms take any u64 below 2^63; larger window values would
         // need more than 2^63 bytes in W units.
         let _ = self.histogram.record_n(value, units);
@@ -91,6 +94,12 @@ impl Curve {
                 )
             })
             .collect()
+    }
+}
+
+impl Default for Curve {
+    fn default() -> Self {
+        Curve::new()
     }
 }
 
@@ -127,8 +136,12 @@ pub struct ThreadBandwidth {
     /// Busy time in windows without any bottleneck.
     pub peak_units: u64,
     /// Estimated time with every limit applied (Σ over windows of the slowest of peak and
-    /// every limit).
+    /// every limit, plus page faults).
     pub estimated_units: f64,
+    /// First touches of 4 KiB pages (page faults) by this thread.
+    pub faults: u64,
+    /// Time they cost (the model's `page_fault_ns` each), included in `estimated_units`.
+    pub fault_units: f64,
     /// Per series (same order as [`BandwidthReport::series`]).
     pub curves: Vec<Curve>,
     /// Per channel (same order as [`BandwidthReport::channels`]).

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use cachescope_schema::{CodePos, Event, ThreadId, TimeUnit, TimedEvent};
 
@@ -16,6 +16,16 @@ use crate::exact::ExactEngine;
 use crate::model::MachineModel;
 
 use super::channels::{channels, ChannelError};
+
+/// No series.
+const NONE: usize = usize::MAX;
+
+/// 4 KiB pages (the page size the model's `page_fault_ns` is measured for).
+const PAGE_SHIFT: u32 = 12;
+
+/// Heap blocks from this size on are mapped fresh by the allocator (glibc's default mmap
+/// threshold) and returned on free: their pages fault again when reallocated.
+const FRESH_MAPPING_BYTES: u64 = 128 << 10;
 
 /// Per-thread state of the open window.
 struct ThreadState {
@@ -29,6 +39,8 @@ struct ThreadState {
     values: Vec<u64>,
     /// Accesses until the next sampled one.
     until_sample: u32,
+    /// First touches of pages in the open window.
+    faults: u64,
     /// Sampled `(series, pc, bytes)` of the open window.
     samples: Vec<(usize, CodePos, u64)>,
     /// Time of the current barrier segment: at peak, and estimated.
@@ -44,8 +56,9 @@ pub struct BandwidthTimeline {
     ipc: f64,
     series: Vec<Series>,
     channels: Vec<Channel>,
-    /// Series index of each engine path: `(read, write)`.
-    path_series: Vec<(usize, usize)>,
+    /// Series index of each engine path: read, write, and read+write (`NONE` when the path
+    /// has no combined limit).
+    path_series: Vec<(usize, usize, usize)>,
     flops_series: usize,
     threads: Vec<ThreadState>,
     slot_of: FxHashMap<ThreadId, usize>,
@@ -69,6 +82,13 @@ pub struct BandwidthTimeline {
     segment_ends: Option<u64>,
     last_leave: Option<u64>,
     program: ProgramEstimate,
+    /// Time units one first touch of a page costs (`None`: the model has no cost).
+    fault_cost: Option<f64>,
+    /// Pages touched so far.
+    touched: FxHashSet<u64>,
+    /// Live heap blocks large enough to be mapped fresh (their pages fault again after a
+    /// free and a new allocation): start → size.
+    large_blocks: FxHashMap<u64, u64>,
     attribution: FxHashMap<(usize, CodePos), u64>,
 }
 
@@ -91,12 +111,13 @@ impl BandwidthTimeline {
             sample_period: cfg.sample_period.max(1),
         };
         let paths = model.path_names().len();
-        let mut path_series = vec![(usize::MAX, usize::MAX); paths];
+        let mut path_series = vec![(NONE, NONE, NONE); paths];
         let mut flops_series = usize::MAX;
         for (s, ser) in series.iter().enumerate() {
             match (ser.path_index, ser.direction) {
                 (Some(j), Direction::Read) => path_series[j].0 = s,
                 (Some(j), Direction::Write) => path_series[j].1 = s,
+                (Some(j), Direction::Combined) => path_series[j].2 = s,
                 _ => flops_series = s,
             }
         }
@@ -115,6 +136,8 @@ impl BandwidthTimeline {
                         busy_units: 0,
                         peak_units: 0,
                         estimated_units: 0.0,
+                        faults: 0,
+                        fault_units: 0.0,
                         curves: (0..ns).map(|_| Curve::new()).collect(),
                         dominance: chans
                             .iter()
@@ -131,6 +154,7 @@ impl BandwidthTimeline {
                     carry: 0,
                     values: vec![0; ns],
                     until_sample: cfg.sample_period.max(1),
+                    faults: 0,
                     samples: Vec::new(),
                     segment_peak: 0.0,
                     segment_estimated: 0.0,
@@ -167,6 +191,9 @@ impl BandwidthTimeline {
             segment_ends: None,
             last_leave: None,
             program: ProgramEstimate::default(),
+            fault_cost: bw.page_fault_ns.map(|ns| ns * bw.ghz * bw.ipc),
+            touched: FxHashSet::default(),
+            large_blocks: FxHashMap::default(),
             attribution: FxHashMap::default(),
         })
     }
@@ -209,6 +236,17 @@ impl BandwidthTimeline {
                     self.take_first(core, engine, pc);
                 } else {
                     self.moves_seen = moves;
+                    // A page's first touch always misses every level, so only accesses that
+                    // moved bytes beyond the first path need the page check.
+                    if self.fault_cost.is_some() {
+                        let first = a.addr >> PAGE_SHIFT;
+                        let last = a.addr.saturating_add(a.size.max(1) as u64 - 1) >> PAGE_SHIFT;
+                        for page in first..=last {
+                            if self.touched.insert(page) {
+                                self.threads[slot].faults += 1;
+                            }
+                        }
+                    }
                     // Bytes beyond the first path may be charged to other cores too (a
                     // downgrade writeback of another core's dirty copy): look at every core.
                     self.take_bytes(core, engine, pc);
@@ -220,6 +258,18 @@ impl BandwidthTimeline {
             Event::Advance { units, flops } => {
                 self.threads[slot].values[self.flops_series] += flops;
                 self.add_busy(slot, e.time, units);
+            }
+            Event::Alloc { addr, size, .. } if size >= FRESH_MAPPING_BYTES => {
+                self.large_blocks.insert(addr, size);
+            }
+            Event::Free { addr } => {
+                if let Some(size) = self.large_blocks.remove(&addr) {
+                    let first = addr >> PAGE_SHIFT;
+                    let last = addr.saturating_add(size - 1) >> PAGE_SHIFT;
+                    for page in first..=last {
+                        self.touched.remove(&page);
+                    }
+                }
             }
             Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
                 self.last_leave = Some(e.time);
@@ -233,16 +283,19 @@ impl BandwidthTimeline {
     fn take_first(&mut self, core: usize, engine: &ExactEngine, pc: Option<CodePos>) {
         let period = self.cfg.sample_period as u64;
         let t = &mut self.threads[self.core_thread[core]];
-        let (read_s, write_s) = self.path_series[0];
+        let (read_s, write_s, both_s) = self.path_series[0];
         let now = engine.core_path_bytes(core, 0);
         let seen = &mut self.seen[core][0];
         let (dr, dw) = (now.read - seen.0, now.write - seen.1);
         *seen = (now.read, now.write);
         t.values[read_s] += dr;
         t.values[write_s] += dw;
+        if both_s != NONE {
+            t.values[both_s] += dr + dw;
+        }
         if let Some(pc) = pc {
-            for (s, d) in [(read_s, dr), (write_s, dw)] {
-                if d > 0 {
+            for (s, d) in [(read_s, dr), (write_s, dw), (both_s, dr + dw)] {
+                if d > 0 && s != NONE {
                     t.samples.push((s, pc, d * period));
                 }
             }
@@ -255,7 +308,7 @@ impl BandwidthTimeline {
         let period = self.cfg.sample_period as u64;
         let t = &mut self.threads[self.core_thread[core]];
         let seen = &mut self.seen[core];
-        for (j, &(read_s, write_s)) in self.path_series.iter().enumerate() {
+        for (j, &(read_s, write_s, both_s)) in self.path_series.iter().enumerate() {
             let now = engine.core_path_bytes(core, j);
             let (r0, w0) = seen[j];
             let (dr, dw) = (now.read - r0, now.write - w0);
@@ -265,9 +318,12 @@ impl BandwidthTimeline {
             seen[j] = (now.read, now.write);
             t.values[read_s] += dr;
             t.values[write_s] += dw;
+            if both_s != NONE {
+                t.values[both_s] += dr + dw;
+            }
             if let Some(pc) = pc {
-                for (s, d) in [(read_s, dr), (write_s, dw)] {
-                    if d > 0 {
+                for (s, d) in [(read_s, dr), (write_s, dw), (both_s, dr + dw)] {
+                    if d > 0 && s != NONE {
                         t.samples.push((s, pc, d * period));
                     }
                 }
@@ -336,7 +392,7 @@ impl BandwidthTimeline {
         }
         let mut any = false;
         for t in &mut self.threads {
-            if t.busy == 0 && t.values.iter().all(|&v| v == 0) {
+            if t.busy == 0 && t.faults == 0 && t.values.iter().all(|&v| v == 0) {
                 continue;
             }
             any = true;
@@ -360,11 +416,16 @@ impl BandwidthTimeline {
                     dominant = Some((c, value));
                 }
             }
+            // Page faults stall the thread in the kernel: they add to the window's time.
+            let faults = t.faults * repeat;
+            let fault_units = faults as f64 * self.fault_cost.unwrap_or(0.0);
             let o = &mut t.out;
             let r = repeat as f64;
             o.windows += repeat;
             o.busy_units += t.busy * repeat;
-            o.estimated_units += slowest * r;
+            o.estimated_units += slowest * r + fault_units;
+            o.faults += faults;
+            o.fault_units += fault_units;
             for (curve, &v) in o.curves.iter_mut().zip(&t.values) {
                 curve.volume += v * repeat;
                 curve.record(v, weight);
@@ -388,7 +449,7 @@ impl BandwidthTimeline {
                 None => o.peak_units += t.busy * repeat,
             }
             t.segment_peak += busy * r;
-            t.segment_estimated += slowest * r;
+            t.segment_estimated += slowest * r + fault_units;
         }
         if any {
             for (curve, &v) in self.demand.iter_mut().zip(&self.demand_now) {
@@ -408,6 +469,7 @@ impl BandwidthTimeline {
         }
         for t in &mut self.threads {
             t.values.iter_mut().for_each(|v| *v = 0);
+            t.faults = 0;
             t.samples.clear();
             t.busy = t.carry.min(w);
             t.carry -= t.busy;
@@ -435,7 +497,7 @@ impl BandwidthTimeline {
         while self
             .threads
             .iter()
-            .any(|t| t.busy > 0 || t.carry > 0 || t.values.iter().any(|&v| v > 0))
+            .any(|t| t.busy > 0 || t.carry > 0 || t.faults > 0 || t.values.iter().any(|&v| v > 0))
         {
             let next = self.window + 1;
             self.advance_to(next);

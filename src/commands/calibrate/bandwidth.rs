@@ -681,6 +681,7 @@ pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
         ipc: cal.ipc,
         flops_per_cycle: None,
         false_sharing_penalty_cycles: None,
+        page_fault_ns: None,
         paths: Default::default(),
     });
     bw.ghz = cal.ghz;

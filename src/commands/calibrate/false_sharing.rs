@@ -248,6 +248,7 @@ pub fn apply(cal: &Calibration, model: &mut MachineModel) {
         ipc: DEFAULT_IPC,
         flops_per_cycle: None,
         false_sharing_penalty_cycles: None,
+        page_fault_ns: None,
         paths: Default::default(),
     });
     bw.ghz = cal.frequency.ghz;

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{bold, draw_err, font, secs, sig, text_on, tick, TimeScale, GRID, INK, MUTED};
-use crate::bandwidth::{BandwidthAnalysis, Breakdown};
+use crate::bandwidth::{BandwidthAnalysis, Breakdown, PAGE_FAULTS};
 
 /// Label of the bar summed over threads.
 const ALL_THREADS: &str = "all threads";
@@ -27,6 +27,8 @@ const TOTAL_PANEL: u32 = 190;
 
 const PEAK_FILL: RGBColor = RGBColor(0xee, 0xee, 0xee);
 const OUTLINE: RGBColor = RGBColor(0x70, 0x70, 0x70);
+/// Page faults are not a limit of the model: a colour outside the palette.
+const PAGE_FAULT_FILL: RGBColor = RGBColor(0x8c, 0x6d, 0x31);
 /// One colour per limit of the machine model, in channel order, so that a limit keeps its
 /// colour from one run (or program variant) to the next (Tableau 10 with an indigo for its
 /// grey, which would read as "peak").
@@ -67,6 +69,9 @@ pub(super) fn render(a: &BandwidthAnalysis) -> Result<String, String> {
         .flat_map(|s| s.limits.iter().map(|l| l.channel.as_str()))
         .collect();
     let colour = |name: &str| -> RGBColor {
+        if name == PAGE_FAULTS {
+            return PAGE_FAULT_FILL;
+        }
         let i = all
             .iter()
             .position(|c| *c == name)
