@@ -26,6 +26,19 @@
  *                        threads; SECONDS = one thread: its CPU time (time it was
  *                        descheduled does not count); several: first start to last
  *                        end (the window they shared).
+ *   copy:BYTES:THREADS   the same with a copy: 16-byte SSE2 loads from the first
+ *                        half of the buffer (A), stores (ordinary) of the loaded
+ *                        values to the second half (B), BYTES / 2 each, B offset
+ *                        by 1088 bytes (no 4 KiB aliasing between a load and a
+ *                        store). COUNT = bytes copied (loaded = stored).
+ *   fault:BYTES          first touch of fresh anonymous memory: mmap BYTES
+ *                        (MAP_PRIVATE | MAP_ANONYMOUS, not populated),
+ *                        madvise(MADV_NOHUGEPAGE) so every 4 KiB page faults on
+ *                        its own, write one byte per 4 KiB page, munmap; on the
+ *                        first CPU. COUNT = pages; SECONDS = thread CPU time of
+ *                        the touching loop (the faults run in the kernel on the
+ *                        thread's behalf, so they count; descheduled time does
+ *                        not), the munmap excluded.
  *   c2c:BYTES            two threads on the first two CPUs pass a block of BYTES
  *                        back and forth: A stores the whole block and raises a
  *                        flag; B loads the whole block (each line comes out of A's
@@ -37,7 +50,9 @@
  *                        COUNT = adds.
  *   ipc                  an L1-resident loop of 8 instructions per element (2 loads,
  *                        addsd, mulsd, store, add, cmp, jne), in asm so the count is
- *                        exact; COUNT = instructions.
+ *                        exact; COUNT = instructions. (The JSON's ipc_throughput_loop;
+ *                        the model's ipc comes from the compiled kernels of
+ *                        ipc_kernels.c.)
  *   adds                 8 independent chains of register adds; COUNT = instructions.
  *   flops                7 independent addpd and 7 independent mulpd chains (SSE2,
  *                        2 doubles each); COUNT = flops.
@@ -64,6 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define MAX_CPUS 1024
@@ -165,7 +181,34 @@ static __attribute__((noinline)) void write_stream(__m128i *p, size_t n16, long 
     }
 }
 
-enum kind { READ, WRITE, C2C, CLOCK, IPC, ADDS, FLOPS };
+/* `passes` times over n16 16-byte chunks: loads from src, stores of the loaded values
+ * to dst (ordinary stores). */
+static __attribute__((noinline)) void copy_stream(__m128i *dst, const __m128i *src, size_t n16,
+                                                  long passes)
+{
+    for (long r = 0; r < passes; r++) {
+        for (size_t i = 0; i < n16; i += 8) {
+            __m128i v0 = _mm_load_si128(src + i), v1 = _mm_load_si128(src + i + 1);
+            __m128i v2 = _mm_load_si128(src + i + 2), v3 = _mm_load_si128(src + i + 3);
+            __m128i v4 = _mm_load_si128(src + i + 4), v5 = _mm_load_si128(src + i + 5);
+            __m128i v6 = _mm_load_si128(src + i + 6), v7 = _mm_load_si128(src + i + 7);
+            _mm_store_si128(dst + i, v0);
+            _mm_store_si128(dst + i + 1, v1);
+            _mm_store_si128(dst + i + 2, v2);
+            _mm_store_si128(dst + i + 3, v3);
+            _mm_store_si128(dst + i + 4, v4);
+            _mm_store_si128(dst + i + 5, v5);
+            _mm_store_si128(dst + i + 6, v6);
+            _mm_store_si128(dst + i + 7, v7);
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+}
+
+/* Copy buffers: B starts this far after the end of A. */
+#define COPY_GAP 1088
+
+enum kind { READ, WRITE, COPY, FAULT, C2C, CLOCK, IPC, ADDS, FLOPS };
 
 struct team;
 
@@ -212,7 +255,8 @@ static void wait_flag(long *flag, long want)
 static double stream_until_stop(struct team *t, int id, __m128i *buf, long *seed)
 {
     const size_t unit16 = (1u << 20) / 16;
-    size_t n16 = t->bytes / 16;
+    size_t n16 = t->kind == COPY ? t->bytes / 32 : t->bytes / 16;
+    __m128i *copy_dst = buf + n16 + COPY_GAP / 16;
     size_t piece = n16 < unit16 ? n16 : unit16;
     long passes = n16 < unit16 ? (long)(unit16 / n16) : 1;
     double deadline = now() + target_s;
@@ -223,6 +267,8 @@ static double stream_until_stop(struct team *t, int id, __m128i *buf, long *seed
         if (t->kind == WRITE) {
             write_stream(buf + pos, len, passes, *seed);
             *seed += passes;
+        } else if (t->kind == COPY) {
+            copy_stream(copy_dst + pos, buf + pos, len, passes);
         } else {
             sink += read_stream(buf + pos, len, passes);
         }
@@ -284,7 +330,9 @@ static void *member_main(void *arg)
     struct team *t = me->team;
     int id = (int)(me - t->m);
     pin(me->cpu);
-    __m128i *buf = t->kind == C2C ? NULL : alloc(t->bytes);
+    __m128i *buf = t->kind == C2C ? NULL
+                   : t->kind == COPY ? alloc(t->bytes + COPY_GAP)
+                                     : alloc(t->bytes);
     size_t n16 = t->bytes / 16;
     long seed = 0;
     pthread_barrier_wait(&t->bar); /* buffers ready */
@@ -298,6 +346,8 @@ static void *member_main(void *arg)
             sink += read_stream(buf, n16, 1);
         else if (t->kind == WRITE)
             write_stream(buf, n16, 1, seed++);
+        else if (t->kind == COPY)
+            copy_stream(buf + n16 / 2 + COPY_GAP / 16, buf, n16 / 2, 1);
         spin_start(t);
         me->start_s = now();
         double cpu0 = cputime();
@@ -528,6 +578,29 @@ static double flops_run(long iters)
     return t1 - t0;
 }
 
+/* ---------------------------------------------------------------- page faults */
+
+/* Writes one byte per 4 KiB page of a fresh anonymous mapping of `bytes`; returns the
+ * thread CPU time of the touching loop. Transparent huge pages are turned off for the
+ * mapping: with them one fault may map 2 MiB (512 pages for one fault and one 2 MiB
+ * clear), and whether it does depends on the system's THP setting, alignment and free
+ * huge pages, not on the program. */
+static double fault_run(size_t bytes)
+{
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        die("mmap");
+    if (madvise(p, bytes, MADV_NOHUGEPAGE) != 0)
+        die("madvise(MADV_NOHUGEPAGE)");
+    double t0 = cputime();
+    for (size_t i = 0; i < bytes; i += 4096)
+        ((volatile char *)p)[i] = 1;
+    double t1 = cputime();
+    if (munmap(p, bytes) != 0)
+        die("munmap");
+    return t1 - t0;
+}
+
 /* ---------------------------------------------------------------- tasks */
 
 struct task {
@@ -595,7 +668,12 @@ static void setup(int id, struct task *t)
         t->skip = 1;
         return;
     }
-    if (t->kind == READ || t->kind == WRITE || t->kind == C2C) {
+    if (t->kind == FAULT) {
+        pin(cpus[0]);
+        fault_run(t->bytes); /* warm-up: the kernel's free lists, a VM host's backing */
+        return;
+    }
+    if (t->kind == READ || t->kind == WRITE || t->kind == COPY || t->kind == C2C) {
         int n = t->kind == C2C ? 2 : (t->threads == 0 ? ncpus : t->threads);
         if (n > ncpus) {
             printf("skip %d needs %d CPUs, this process may use %d\n", id, n, ncpus);
@@ -630,6 +708,10 @@ static void rep(int id, struct task *t)
             printf("rep %d %.0f %.9f %.9f\n", id, (double)t->work * (double)t->bytes, aux, s);
         else
             printf("rep %d %.0f %.9f\n", id, aux, s);
+    } else if (t->kind == FAULT) {
+        pin(cpus[0]);
+        double s = fault_run(t->bytes);
+        printf("rep %d %.0f %.9f\n", id, (double)(t->bytes / 4096), s);
     } else if (t->kind == CLOCK) {
         double s = clock_run(t->work);
         printf("rep %d %.0f %.9f\n", id, (double)t->work * CHAIN_ADDS, s);
@@ -676,10 +758,14 @@ static int parse_task(const char *arg, struct task *t)
         t->kind = FLOPS;
     else if (sscanf(arg, "c2c:%31[0-9]", size_s) == 1 && parse_size(size_s, &t->bytes) == 0)
         t->kind = C2C;
+    else if (sscanf(arg, "fault:%31[0-9]", size_s) == 1 && parse_size(size_s, &t->bytes) == 0 &&
+             t->bytes % 4096 == 0)
+        t->kind = FAULT;
     else if (sscanf(arg, "%15[a-z]:%31[0-9]:%d", kind, size_s, &threads) == 3 &&
              parse_size(size_s, &t->bytes) == 0 && threads >= 0 &&
-             (strcmp(kind, "read") == 0 || strcmp(kind, "write") == 0)) {
-        t->kind = strcmp(kind, "read") == 0 ? READ : WRITE;
+             (strcmp(kind, "read") == 0 || strcmp(kind, "write") == 0 ||
+              (strcmp(kind, "copy") == 0 && t->bytes % 256 == 0))) {
+        t->kind = strcmp(kind, "read") == 0 ? READ : strcmp(kind, "write") == 0 ? WRITE : COPY;
         t->threads = threads;
     } else
         return -1;
@@ -704,8 +790,9 @@ int main(int argc, char **argv)
     static struct task tasks[MAX_TASKS];
     for (int i = 0; i < ntasks; i++) {
         if (parse_task(argv[i + 3], &tasks[i]) != 0) {
-            fprintf(stderr, "bad task %s (read|write:BYTES:THREADS, c2c:BYTES, clock, ipc, "
-                            "adds, flops; BYTES a positive multiple of 128)\n", argv[i + 3]);
+            fprintf(stderr, "bad task %s (read|write|copy:BYTES:THREADS, c2c:BYTES, fault:BYTES, "
+                            "clock, ipc, adds, flops; BYTES a positive multiple of 128, of 256 "
+                            "for copy, of 4096 for fault)\n", argv[i + 3]);
             return 2;
         }
     }

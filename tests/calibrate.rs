@@ -1,7 +1,10 @@
 //! `cachescope calibrate`: with `--false-sharing` the written model loads, has a positive
 //! finite τ, and `cachescope audit --machine` accepts it; with `--bandwidth` the written host
-//! model loads, has every data path measured and plausible figures; with both, one model has
-//! both.
+//! model loads, has every data path measured, the combined memory limits, the page-fault cost,
+//! the compiled kernels' IPC (recorded with the shim) and plausible figures; with both, one
+//! model has both. Without the shim `--bandwidth` fails with a clear error.
+
+mod support;
 
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
@@ -111,8 +114,9 @@ fn cpuinfo_ghz() -> Option<f64> {
     })
 }
 
-/// What a measured host model must satisfy beyond its structure. Empty when plausible.
-fn implausible(m: &MachineModel) -> Vec<String> {
+/// What a measured host model must satisfy beyond its structure (`loop_ipc`: the JSON's
+/// `ipc_throughput_loop`). Empty when plausible.
+fn implausible(m: &MachineModel, loop_ipc: f64) -> Vec<String> {
     let mut problems = Vec::new();
     let bw = m.bandwidth.as_ref().expect("bandwidth section");
     let names = m.path_names();
@@ -138,6 +142,24 @@ fn implausible(m: &MachineModel) -> Vec<String> {
             read(mem)
         ));
     }
+    // A copy counted as the simulator counts it (loaded + 2 x stored bytes) moves at least
+    // half as many bytes per second as a pure read stream (here it moves more: 21-31 against
+    // 12-18 GB/s).
+    let combined = bw.paths[mem].combined_gbs.unwrap_or(0.0);
+    if combined < 0.5 * read(mem) {
+        problems.push(format!(
+            "{mem} combined {combined} < 0.5 x per-core read {}",
+            read(mem)
+        ));
+    }
+    // Ordinary compiled loops: 1.8-6 instructions per cycle each here, median 2.45-2.92; never
+    // much above the hand-written throughput loop (4.7-6.9 here).
+    if !(0.5..=8.0).contains(&bw.ipc) || bw.ipc > 1.2 * loop_ipc {
+        problems.push(format!(
+            "ipc {} (kernel median) outside 0.5-8 or above 1.2 x the throughput loop's {loop_ipc}",
+            bw.ipc
+        ));
+    }
     // The measured clock against /proc/cpuinfo, which on VMs is often the nominal clock while
     // the cores boost: this 2.445 GHz EPYC VM runs its add chain at 3.1-3.25 GHz (+27-33%, the
     // same with imul and addsd chains). So at least 70% and at most 150% of it.
@@ -156,6 +178,7 @@ fn implausible(m: &MachineModel) -> Vec<String> {
 #[test]
 fn bandwidth_calibration_writes_a_host_model() {
     let _machine = exclusive();
+    support::ensure_shim(); // the IPC kernels are recorded
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("T.toml");
     let json = dir.path().join("J.json");
@@ -178,7 +201,11 @@ fn bandwidth_calibration_writes_a_host_model() {
         for want in [
             "read GB/s",
             "total read",
+            "combined",
             "clock: ",
+            "ipc: ",
+            "kernels: copy ",
+            "page fault: ",
             &format!("wrote {model_s}"),
         ] {
             assert!(summary.contains(want), "{want:?} missing:\n{summary}");
@@ -214,7 +241,53 @@ fn bandwidth_calibration_writes_a_host_model() {
         assert_eq!(report["ghz"].as_f64(), Some(bw.ghz), "{report}");
         assert_eq!(report["model_file"].as_str(), Some(model_s), "{report}");
 
-        let problems = implausible(&m);
+        // Reads and writes together on the memory path, one core and all.
+        let mem = m
+            .path_names()
+            .into_iter()
+            .find(|n| n.ends_with("-mem"))
+            .expect("memory path");
+        let limit = &bw.paths[&mem];
+        for (what, v) in [
+            ("combined_gbs", limit.combined_gbs),
+            ("total_combined_gbs", limit.total_combined_gbs),
+        ] {
+            assert!(v.is_some_and(|v| v > 0.0), "{mem} {what}: {bw:?}");
+        }
+        // The first touch of a page: a few µs here (2.2-2.9).
+        let fault = bw.page_fault_ns.expect("page_fault_ns written");
+        assert!((50.0..=50_000.0).contains(&fault), "page_fault_ns {fault}");
+        assert_eq!(report["page_fault_ns"].as_f64(), Some(fault), "{report}");
+        // The model's ipc is the median of the compiled kernels, each in the JSON.
+        let loop_ipc = report["ipc_throughput_loop"]
+            .as_f64()
+            .expect("ipc_throughput_loop");
+        assert!(loop_ipc > 0.0, "{report}");
+        assert_eq!(report["ipc"].as_f64(), Some(bw.ipc), "{report}");
+        let kernels = report["ipc_kernels"]["kernels"]
+            .as_array()
+            .expect("ipc_kernels.kernels");
+        let names: Vec<&str> = kernels.iter().filter_map(|k| k["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            ["copy", "scale", "add", "triad", "dot", "stencil", "modulo"],
+            "{report}"
+        );
+        let mut ipcs: Vec<f64> = kernels
+            .iter()
+            .map(|k| {
+                assert!(
+                    k["instructions_per_call"].as_f64().unwrap_or(0.0) > 0.0,
+                    "{k}"
+                );
+                k["ipc"]["best"].as_f64().expect("kernel ipc")
+            })
+            .collect();
+        assert!(ipcs.iter().all(|x| *x > 0.0), "{ipcs:?}");
+        ipcs.sort_by(f64::total_cmp);
+        assert_eq!(bw.ipc, ipcs[ipcs.len() / 2], "the median of {ipcs:?}");
+
+        let problems = implausible(&m, loop_ipc);
         if problems.is_empty() {
             break;
         }
@@ -234,6 +307,7 @@ fn bandwidth_calibration_writes_a_host_model() {
 #[test]
 fn both_calibrations_write_one_model() {
     let _machine = exclusive();
+    support::ensure_shim();
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("both.toml");
     let model_s = model.to_str().unwrap();
@@ -289,5 +363,25 @@ fn calibrate_needs_something_to_do_and_a_loadable_base() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("/nonexistent/model.toml"), "{}", text(&o));
+    assert!(!out.exists(), "no model written on errors");
+}
+
+#[test]
+fn bandwidth_calibration_needs_the_shim() {
+    // The shim is looked up before anything is timed: the error comes at once.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_cachescope"))
+        .args(["calibrate", "--bandwidth", "--quick", "-o"])
+        .arg(&out)
+        .env("CACHESCOPE_SHIM", dir.path().join("missing.so"))
+        .output()
+        .expect("run cachescope");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("needs the recording shim") && err.contains("libcachescope_shim.so"),
+        "{err}"
+    );
     assert!(!out.exists(), "no model written on errors");
 }

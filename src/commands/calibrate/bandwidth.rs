@@ -11,14 +11,25 @@
 //!   Lj); for `<last>-mem` 4 × the last level (at least 64 MiB);
 //! * the memory merge point: the same streams on one pinned thread per usable CPU at once →
 //!   `total_read_gbs` / `total_write_gbs` of `<last>-mem`;
+//! * reads and writes sharing the memory bus: a copy stream (16-byte loads from A, stores to
+//!   B, each half the memory working set) on one core and on all → `combined_gbs` /
+//!   `total_combined_gbs` of `<last>-mem`, counted like the simulator counts a copy: loaded +
+//!   2 × stored bytes (the stores' RFO reads);
+//! * `page_fault_ns`: first writes to fresh anonymous memory (one byte per 4 KiB page,
+//!   transparent huge pages off), per page;
 //! * the cache-to-cache path `<last private>-<same>`: two pinned threads hand a 16 KiB block
 //!   back and forth (one stores it, the other loads it) → `read_gbs`, from the loading time;
-//! * `ghz` from a dependent chain of register adds (1 cycle each); `ipc` from an L1-resident
-//!   load/load/add/mul/store loop written in assembly (8 instructions per element);
-//!   `flops_per_cycle` from independent SSE2 `addpd` and `mulpd` chains.
+//! * `ghz` from a dependent chain of register adds (1 cycle each); `ipc_throughput_loop` (for
+//!   reference) from an L1-resident load/load/add/mul/store loop written in assembly (8
+//!   instructions per element); `flops_per_cycle` from independent SSE2 `addpd` and `mulpd`
+//!   chains.
+//!
+//! The model's `ipc` is measured separately ([`super::ipc`]): the median IPC of seven compiled
+//! kernels, instructions as the tracer counts them over native cycles.
 //!
 //! Every figure is the best of `--repetitions` timed repetitions of about 40 ms (other load on
-//! the machine only ever slows a run down); the repetitions of all tasks are interleaved.
+//! the machine only ever slows a run down; for the page-fault cost, the lowest); the
+//! repetitions of all benchmark tasks are interleaved.
 //! docs/calibrate.md says what each figure is and why it is measured that way.
 
 use std::collections::BTreeMap;
@@ -31,6 +42,7 @@ use cachescope_sim::model::{BandwidthModel, PathLimit};
 use cachescope_sim::MachineModel;
 use serde::Serialize;
 
+use super::ipc::{self, IpcKernels};
 use super::{compile, cpuinfo_ghz, median, run_bench, Frequency};
 use crate::cli::CalibrateArgs;
 
@@ -57,11 +69,15 @@ const C2C_BLOCK: u64 = 16 << 10;
 const MEM_MIN: u64 = 64 << 20;
 /// Largest working set of the memory streams (and of all threads together).
 const MEM_MAX: u64 = 2 << 30;
+/// Fresh memory touched per page-fault repetition (~45 ms at 2.8 µs per page).
+const FAULT_BYTES: u64 = 64 << 20;
+/// The page the fault cost is given for.
+pub const PAGE_BYTES: u64 = 4096;
 
 /// Best, median and all samples of one figure.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stat {
-    /// The largest sample: the figure used.
+    /// The best sample, the figure used: the largest for rates, the smallest for costs.
     pub best: f64,
     /// The median sample, for the spread.
     pub median: f64,
@@ -70,16 +86,24 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn of(samples: Vec<f64>) -> Option<Stat> {
+    /// A rate: the best sample is the largest (interference only lowers a rate).
+    pub fn of(samples: Vec<f64>) -> Option<Stat> {
+        Stat::with_best(samples, f64::max)
+    }
+
+    /// A cost: the best sample is the smallest (interference only adds to a cost).
+    pub fn of_cost(samples: Vec<f64>) -> Option<Stat> {
+        Stat::with_best(samples, f64::min)
+    }
+
+    fn with_best(samples: Vec<f64>, better: fn(f64, f64) -> f64) -> Option<Stat> {
         let samples: Vec<f64> = samples
             .into_iter()
             .filter(|x| x.is_finite() && *x > 0.0)
             .collect();
-        if samples.is_empty() {
-            return None;
-        }
+        let first = *samples.first()?;
         Some(Stat {
-            best: samples.iter().copied().fold(f64::MIN, f64::max),
+            best: samples.iter().copied().fold(first, better),
             median: median(samples.clone()),
             samples,
         })
@@ -91,14 +115,32 @@ impl Stat {
 pub struct StreamMeasurement {
     /// Data path it is for.
     pub path: String,
-    /// `read` (loads) or `write` (stores).
+    /// `read` (loads), `write` (stores) or `copy` (loads from A, stores to B).
     pub direction: &'static str,
     /// Threads, one per CPU.
     pub threads: u32,
-    /// Working set of each thread, bytes.
+    /// Working set of each thread, bytes (copy: A and B together, half each).
     pub bytes_per_thread: u64,
-    /// GB/s (10⁹ bytes loaded or stored per second, all threads together).
+    /// GB/s, all threads together: read and write, 10⁹ bytes loaded or stored per second;
+    /// copy, 10⁹ bytes the simulator counts on the path per second for the same copy: bytes
+    /// loaded + 2 × bytes stored (each stored line is first read for ownership).
     pub gbs: Stat,
+    /// Copy only: 10⁹ bytes the cores loaded and stored per second (no RFO), for reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core_gbs: Option<Stat>,
+}
+
+/// The page-fault measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct PageFault {
+    /// Fresh anonymous memory mapped and touched per repetition, bytes.
+    pub bytes: u64,
+    /// 4 KiB pages touched per repetition.
+    pub pages: u64,
+    /// How the memory is touched.
+    pub method: &'static str,
+    /// Nanoseconds per 4 KiB page (best: the lowest, the `page_fault_ns` written).
+    pub ns_per_page: Stat,
 }
 
 /// The cache-to-cache measurement.
@@ -132,8 +174,8 @@ pub struct Clock {
 /// around it).
 #[derive(Debug, Clone, Serialize)]
 pub struct Kernels {
-    /// Instructions per cycle of the L1-resident load/load/add/mul/store loop.
-    pub ipc: Stat,
+    /// Instructions per cycle of the L1-resident load/load/add/mul/store loop in assembly.
+    pub ipc_throughput_loop: Stat,
     /// Instructions per cycle of 8 independent chains of register adds.
     pub ipc_independent_adds: Stat,
     /// Flops per cycle of independent SSE2 addpd and mulpd chains.
@@ -159,16 +201,26 @@ pub struct BandwidthCalibration {
     pub cpus: Vec<u32>,
     /// Core clock, GHz (the model's `ghz`).
     pub ghz: f64,
-    /// Sustained IPC of ordinary compiled code (the model's `ipc`).
+    /// IPC of ordinary compiled code, in the tracer's instruction count (the model's `ipc`):
+    /// the median of the compiled kernels (`ipc_kernels`).
     pub ipc: f64,
+    /// IPC of the L1-resident load/load/add/mul/store loop in assembly, for reference (the
+    /// `ipc` of earlier versions).
+    pub ipc_throughput_loop: f64,
     /// IPC of independent register adds, for reference.
     pub ipc_independent_adds: f64,
     /// Flops per cycle (the model's `flops_per_cycle`).
     pub flops_per_cycle: f64,
+    /// Cost of the first touch of a 4 KiB page, ns (the model's `page_fault_ns`).
+    pub page_fault_ns: f64,
     /// Clock details.
     pub clock: Clock,
-    /// Per-cycle kernel details.
+    /// The compiled kernels behind `ipc`.
+    pub ipc_kernels: IpcKernels,
+    /// Per-cycle details of the assembly kernels.
     pub kernels: Kernels,
+    /// Page-fault details.
+    pub page_fault: PageFault,
     /// The stream measurements.
     pub streams: Vec<StreamMeasurement>,
     /// The cache-to-cache measurement (None: not measured, see `notes`).
@@ -197,6 +249,24 @@ impl BandwidthCalibration {
     }
 }
 
+/// What a stream does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Read,
+    Write,
+    Copy,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Copy => "copy",
+        }
+    }
+}
+
 /// One task of the benchmark.
 #[derive(Debug, Clone)]
 enum Task {
@@ -206,12 +276,15 @@ enum Task {
     Flops,
     Stream {
         path: String,
-        write: bool,
+        op: Op,
         bytes: u64,
         threads: u32,
     },
     C2c {
         path: String,
+        bytes: u64,
+    },
+    Fault {
         bytes: u64,
     },
 }
@@ -224,31 +297,24 @@ impl Task {
             Task::Adds => "adds".into(),
             Task::Flops => "flops".into(),
             Task::Stream {
-                write,
-                bytes,
-                threads,
-                ..
-            } => format!(
-                "{}:{bytes}:{threads}",
-                if *write { "write" } else { "read" }
-            ),
+                op, bytes, threads, ..
+            } => format!("{}:{bytes}:{threads}", op.name()),
             Task::C2c { bytes, .. } => format!("c2c:{bytes}"),
+            Task::Fault { bytes } => format!("fault:{bytes}"),
         }
     }
 
     fn name(&self) -> String {
         match self {
             Task::Stream {
-                path,
-                write,
-                threads,
-                ..
+                path, op, threads, ..
             } => format!(
                 "{path} {} ({threads} thread{})",
-                if *write { "write" } else { "read" },
+                op.name(),
                 if *threads == 1 { "" } else { "s" }
             ),
             Task::C2c { path, .. } => format!("{path} cache-to-cache"),
+            Task::Fault { .. } => "page fault".into(),
             other => other.arg(),
         }
     }
@@ -257,6 +323,11 @@ impl Task {
 /// Rounds down to a multiple of 128 bytes (the kernels' unit), at least 128.
 fn unit(bytes: u64) -> u64 {
     (bytes / 128).max(1) * 128
+}
+
+/// Rounds down to a multiple of 256 bytes (a copy's two halves in the kernels' unit).
+fn unit2(bytes: u64) -> u64 {
+    (bytes / 256).max(1) * 256
 }
 
 /// "16 KiB", "128 MiB".
@@ -315,10 +386,10 @@ fn plan(base: &MachineModel, cpus: u32, notes: &mut Vec<String>) -> Vec<Task> {
     let levels = &base.levels;
     let mut tasks = vec![Task::Clock, Task::Ipc, Task::Adds, Task::Flops];
     let stream = |tasks: &mut Vec<Task>, path: &str, bytes: u64, threads: u32| {
-        for write in [false, true] {
+        for op in [Op::Read, Op::Write] {
             tasks.push(Task::Stream {
                 path: path.to_string(),
-                write,
+                op,
                 bytes,
                 threads,
             });
@@ -343,12 +414,14 @@ fn plan(base: &MachineModel, cpus: u32, notes: &mut Vec<String>) -> Vec<Task> {
     let last = &levels[levels.len() - 1];
     let mem_path = format!("{}-mem", last.name);
     let wanted = (4 * last.size).max(MEM_MIN);
-    let cap = mem_available().map_or(MEM_MAX, |m| (m / 4).min(MEM_MAX));
+    // Six memory tasks keep their buffers for the whole run (read, write and copy, on one
+    // core and on all): at most 6/8 of the available memory together.
+    let cap = mem_available().map_or(MEM_MAX, |m| (m / 8).min(MEM_MAX));
     let mem = wanted.min(cap);
     if mem < 4 * last.size {
         notes.push(format!(
             "{mem_path}: working set {} instead of 4 x {} = {} (capped at min(2 GiB, \
-             MemAvailable/4)); part of it may be served by {}",
+             MemAvailable/8)); part of it may be served by {}",
             size_text(unit(mem)),
             last.name,
             size_text(4 * last.size),
@@ -361,6 +434,16 @@ fn plan(base: &MachineModel, cpus: u32, notes: &mut Vec<String>) -> Vec<Task> {
     let private_last = levels.iter().take_while(|l| !l.shared).last();
     let per_thread = (mem / cpus as u64).max(private_last.map_or(0, |l| 4 * l.size));
     stream(&mut tasks, &mem_path, unit(per_thread), cpus);
+    // Reads and writes together: copies over the same working sets, A and B half each (so
+    // with 4 x the last level, A and B are 2 x the last level each).
+    for (bytes, threads) in [(mem, 1), (per_thread, cpus)] {
+        tasks.push(Task::Stream {
+            path: mem_path.clone(),
+            op: Op::Copy,
+            bytes: unit2(bytes),
+            threads,
+        });
+    }
     if base.cores != cpus {
         notes.push(format!(
             "{mem_path} totals: measured with the {cpus} CPUs this process may use; the base \
@@ -380,6 +463,9 @@ fn plan(base: &MachineModel, cpus: u32, notes: &mut Vec<String>) -> Vec<Task> {
         )),
         None => {}
     }
+    tasks.push(Task::Fault {
+        bytes: (FAULT_BYTES.min(cap) / PAGE_BYTES).max(1) * PAGE_BYTES,
+    });
     tasks
 }
 
@@ -492,6 +578,9 @@ pub fn measure(
         tasks.len()
     );
     let exe = compile(dir, "bandwidth_bench", BENCH_SOURCE, &GCC_FLAGS)?;
+    // The IPC kernels are built and recorded first: a missing shim fails before seconds of
+    // measuring.
+    let kernels = ipc::prepare(dir)?;
     let mut bench_args = vec![repetitions.to_string(), (repetition_ms * 1000).to_string()];
     bench_args.extend(tasks.iter().map(Task::arg));
     // Setup and sizing take a few repetitions' time per task; a hung benchmark is killed.
@@ -507,7 +596,7 @@ pub fn measure(
             continue;
         }
         let fields = match task {
-            Task::Clock | Task::Stream { .. } => 2,
+            Task::Clock | Task::Stream { .. } | Task::Fault { .. } => 2,
             Task::C2c { .. } => 3,
             Task::Ipc | Task::Adds | Task::Flops => 4,
         };
@@ -535,6 +624,7 @@ pub fn measure(
     let mut flops = None;
     let mut streams = Vec::new();
     let mut c2c = None;
+    let mut fault = None;
     for (i, task) in tasks.iter().enumerate() {
         if out.skipped[i].is_some() {
             continue;
@@ -545,7 +635,12 @@ pub fn measure(
             Task::Clock => {
                 clock = Some(need(Stat::of(samples_of(i, &|r| rate(r) / 1e9)), "clock")?)
             }
-            Task::Ipc => ipc = Some(need(Stat::of(samples_of(i, &per_cycle)), "IPC")?),
+            Task::Ipc => {
+                ipc = Some(need(
+                    Stat::of(samples_of(i, &per_cycle)),
+                    "throughput-loop IPC",
+                )?)
+            }
             Task::Adds => adds = Some(need(Stat::of(samples_of(i, &per_cycle)), "add IPC")?),
             Task::Flops => {
                 flops = Some(need(
@@ -555,19 +650,41 @@ pub fn measure(
             }
             Task::Stream {
                 path,
-                write,
+                op,
                 bytes,
                 threads,
-            } => streams.push(StreamMeasurement {
-                path: path.clone(),
-                direction: if *write { "write" } else { "read" },
-                threads: *threads,
-                bytes_per_thread: *bytes,
-                gbs: need(
-                    Stat::of(samples_of(i, &|r| rate(r) / 1e9)),
-                    &format!("bandwidth for {}", task.name()),
-                )?,
-            }),
+            } => {
+                // A copy's count is the bytes copied: loaded once, stored once, and each
+                // stored line read for ownership first.
+                let counted = if *op == Op::Copy { 3.0 } else { 1.0 };
+                streams.push(StreamMeasurement {
+                    path: path.clone(),
+                    direction: op.name(),
+                    threads: *threads,
+                    bytes_per_thread: *bytes,
+                    gbs: need(
+                        Stat::of(samples_of(i, &|r| counted * rate(r) / 1e9)),
+                        &format!("bandwidth for {}", task.name()),
+                    )?,
+                    core_gbs: match op {
+                        Op::Copy => Stat::of(samples_of(i, &|r| 2.0 * rate(r) / 1e9)),
+                        _ => None,
+                    },
+                })
+            }
+            Task::Fault { bytes } => {
+                fault = Some(PageFault {
+                    bytes: *bytes,
+                    pages: bytes / PAGE_BYTES,
+                    method: "mmap(MAP_PRIVATE | MAP_ANONYMOUS), madvise(MADV_NOHUGEPAGE), write \
+                             one byte per 4 KiB page, thread CPU time of the writes, on the \
+                             first CPU",
+                    ns_per_page: need(
+                        Stat::of_cost(samples_of(i, &|r| r[1] / r[0] * 1e9)),
+                        "page-fault cost",
+                    )?,
+                });
+            }
             Task::C2c { path, bytes } => {
                 let pinned = [
                     out.cpus.first().copied().unwrap_or(0),
@@ -591,7 +708,8 @@ pub fn measure(
     }
     let missing = |what: &str| anyhow!("the benchmark did not measure the {what}:\n{text}");
     let clock = clock.ok_or_else(|| missing("clock"))?;
-    let ipc = ipc.ok_or_else(|| missing("IPC"))?;
+    let ipc = ipc.ok_or_else(|| missing("throughput-loop IPC"))?;
+    let fault = fault.ok_or_else(|| missing("page-fault cost"))?;
     let adds = adds.ok_or_else(|| missing("add IPC"))?;
     let flops = flops.ok_or_else(|| missing("flops per cycle"))?;
 
@@ -602,8 +720,10 @@ pub fn measure(
         let slot = match (s.direction, s.threads) {
             ("read", 1) => &mut limit.read_gbs,
             ("write", 1) => &mut limit.write_gbs,
+            ("copy", 1) => &mut limit.combined_gbs,
             ("read", _) => &mut limit.total_read_gbs,
-            _ => &mut limit.total_write_gbs,
+            ("write", _) => &mut limit.total_write_gbs,
+            _ => &mut limit.total_combined_gbs,
         };
         *slot = Some(s.gbs.best);
     }
@@ -635,6 +755,8 @@ pub fn measure(
             ));
         }
     }
+    // The compiled kernels behind the model's ipc, timed natively after the benchmark.
+    let ipc_kernels = ipc::measure(&kernels, repetitions, repetition_ms)?;
     for n in &notes {
         tracing::info!("note: {n}");
     }
@@ -643,24 +765,28 @@ pub fn measure(
         repetitions,
         repetition_ms,
         quick: args.quick,
-        statistic: "best of the repetitions (interference only slows a run down); the median \
-                    and all samples show the spread",
+        statistic: "best of the repetitions (interference only slows a run down): the highest \
+                    rate, the lowest page-fault cost; the median and all samples show the spread",
         access_bytes: ACCESS_BYTES,
         cpus: out.cpus,
         ghz: clock.best,
-        ipc: ipc.best,
+        ipc: ipc_kernels.median,
+        ipc_throughput_loop: ipc.best,
         ipc_independent_adds: adds.best,
         flops_per_cycle: flops.best,
+        page_fault_ns: fault.ns_per_page.best,
         clock: Clock {
             ghz: clock.best,
             measured: clock,
             cpuinfo_ghz: cpuinfo,
         },
+        ipc_kernels,
         kernels: Kernels {
-            ipc,
+            ipc_throughput_loop: ipc,
             ipc_independent_adds: adds,
             flops_per_cycle: flops,
         },
+        page_fault: fault,
         streams,
         cache_to_cache: c2c,
         path_order: known
@@ -673,8 +799,8 @@ pub fn measure(
     })
 }
 
-/// Puts the measured clock, IPC, flops per cycle and path limits into `model`'s bandwidth
-/// section; τ and paths not measured stay as they were.
+/// Puts the measured clock, IPC, flops per cycle, page-fault cost and path limits into
+/// `model`'s bandwidth section; τ and paths not measured stay as they were.
 pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
     let bw = model.bandwidth.get_or_insert_with(|| BandwidthModel {
         ghz: cal.ghz,
@@ -687,6 +813,7 @@ pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
     bw.ghz = cal.ghz;
     bw.ipc = cal.ipc;
     bw.flops_per_cycle = Some(cal.flops_per_cycle);
+    bw.page_fault_ns = Some(cal.page_fault_ns);
     for (name, limit) in &cal.paths {
         bw.paths.insert(name.clone(), limit.clone());
     }
@@ -704,15 +831,23 @@ pub fn model_comment(cal: &BandwidthCalibration) -> String {
         .map_or("-".to_string(), |c| format!("{c:.3} GHz"));
     let mut text = format!(
         "Bandwidth limits measured on this host (docs/calibrate.md): best of {} repetitions of \
-         ~{} ms; {}-byte SSE2 loads/stores on one pinned core; total_*: {} CPUs at once; {c2c}: \
-         cache-to-cache. ghz: dependent add chain ({:.3} GHz; /proc/cpuinfo: {cpuinfo}). ipc: \
-         L1-resident load/load/add/mul/store loop. flops_per_cycle: SSE2 addpd + mulpd. \
-         Independent adds: {:.2} instructions per cycle.",
+         ~{} ms; {}-byte SSE2 loads/stores on one pinned core; total_*: {} CPUs at once; \
+         combined_gbs: a copy stream, counted as loaded + 2 x stored bytes (the stores' RFO); \
+         {c2c}: cache-to-cache. ghz: dependent add chain ({:.3} GHz; /proc/cpuinfo: {cpuinfo}). \
+         ipc: median over {} compiled kernels of the tracer's instructions per native cycle \
+         ({}; gcc {}). page_fault_ns: first write to a fresh anonymous 4 KiB page, transparent \
+         huge pages off (lowest of the repetitions). flops_per_cycle: SSE2 addpd + mulpd. For \
+         reference: L1-resident asm load/load/add/mul/store loop {:.2}, independent adds {:.2} \
+         instructions per cycle.",
         cal.repetitions,
         cal.repetition_ms,
         cal.access_bytes,
         cal.cpus.len(),
         cal.ghz,
+        cal.ipc_kernels.kernels.len(),
+        kernel_list(&cal.ipc_kernels, " "),
+        cal.ipc_kernels.flags.join(" "),
+        cal.ipc_throughput_loop,
         cal.ipc_independent_adds
     );
     for n in &cal.notes {
@@ -735,6 +870,15 @@ pub fn model_comment(cal: &BandwidthCalibration) -> String {
         out.push('\n');
     }
     out
+}
+
+/// "copy 7.26 scale 10.85 …": each kernel's IPC.
+fn kernel_list(k: &IpcKernels, sep: &str) -> String {
+    k.kernels
+        .iter()
+        .map(|k| format!("{} {:.2}", k.name, k.ipc.best))
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 /// The human summary: the clock and kernels, then one row per path.
@@ -762,9 +906,14 @@ pub fn render(c: &BandwidthCalibration) -> String {
     );
     let _ = writeln!(
         o,
-        "  ipc: {:.2} (L1-resident load/load/add/mul/store loop; independent adds: {:.2})",
-        c.ipc, c.ipc_independent_adds
+        "  ipc: {:.2} (median of {} compiled kernels: tracer's instructions / native cycles; \
+         asm throughput loop: {:.2}, independent adds: {:.2})",
+        c.ipc,
+        c.ipc_kernels.kernels.len(),
+        c.ipc_throughput_loop,
+        c.ipc_independent_adds
     );
+    let _ = writeln!(o, "    kernels: {}", kernel_list(&c.ipc_kernels, ", "));
     let _ = writeln!(
         o,
         "  flops per cycle: {:.2} (SSE2 addpd + mulpd)",
@@ -772,8 +921,16 @@ pub fn render(c: &BandwidthCalibration) -> String {
     );
     let _ = writeln!(
         o,
-        "  {:<10} {:>10} {:>10} {:>11} {:>11}  measured with",
-        "path", "read GB/s", "write GB/s", "total read", "total write"
+        "  page fault: {:.2} µs per 4 KiB page (first write to fresh anonymous memory, huge \
+         pages off; {} per repetition; median {:.2})",
+        c.page_fault_ns / 1e3,
+        size_text(c.page_fault.bytes),
+        c.page_fault.ns_per_page.median / 1e3
+    );
+    let _ = writeln!(
+        o,
+        "  {:<10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11}  measured with",
+        "path", "read GB/s", "write GB/s", "combined", "total read", "total write", "total comb."
     );
     let num = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
     for (name, limit) in c
@@ -807,13 +964,22 @@ pub fn render(c: &BandwidthCalibration) -> String {
         }
         let _ = writeln!(
             o,
-            "  {:<10} {:>10} {:>10} {:>11} {:>11}  {}",
+            "  {:<10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11}  {}",
             name,
             num(limit.read_gbs),
             num(limit.write_gbs),
+            num(limit.combined_gbs),
             num(limit.total_read_gbs),
             num(limit.total_write_gbs),
+            num(limit.total_combined_gbs),
             how.join("; ")
+        );
+    }
+    if c.paths.values().any(|l| l.combined_gbs.is_some()) {
+        let _ = writeln!(
+            o,
+            "  combined: copy stream (A and B half the working set each), loaded + 2 x stored \
+             bytes (RFO), as the simulator counts a copy"
         );
     }
     if !c.kept_from_base.is_empty() {
@@ -861,6 +1027,7 @@ shared = true
         let tasks = plan(&host, 2, &mut notes);
         let args: Vec<String> = tasks.iter().map(Task::arg).collect();
         assert_eq!(&args[..4], ["clock", "ipc", "adds", "flops"]);
+        assert_eq!(args.last().map(String::as_str), Some("fault:67108864"));
         assert!(args.contains(&"read:16384:1".to_string()), "{args:?}");
         assert!(args.contains(&"write:262144:1".to_string()), "{args:?}");
         assert!(args.contains(&"read:16777216:1".to_string()), "{args:?}");
@@ -883,6 +1050,12 @@ shared = true
             args.contains(&format!("read:{}:2", mem / 2)),
             "{args:?} {mem}"
         );
+        // Copies over the same working sets: A and B half each.
+        assert!(args.contains(&format!("copy:{mem}:1")), "{args:?} {mem}");
+        assert!(
+            args.contains(&format!("copy:{}:2", mem / 2)),
+            "{args:?} {mem}"
+        );
     }
 
     #[test]
@@ -901,5 +1074,9 @@ shared = true
         assert_eq!(s.best, 3.0);
         assert_eq!(s.median, 2.0);
         assert!(Stat::of(vec![0.0]).is_none());
+        let cost = Stat::of_cost(vec![2.0, 3.0, 1.5, f64::INFINITY]).unwrap();
+        assert_eq!(cost.best, 1.5);
+        assert_eq!(cost.median, 2.0);
+        assert_eq!(cost.samples, [2.0, 3.0, 1.5]);
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! * `--false-sharing` ([`false_sharing`]): τ, the cost of one false-sharing event in cycles
 //!   (thesis §4.2.4), for the audit;
-//! * `--bandwidth` ([`bandwidth`]): the core clock, peak IPC, FLOPs per cycle and the read and
-//!   write limits of every data path, per core and summed over all cores at the memory merge
-//!   point (thesis §4.3–4.4, Table 4.3), for `cachescope bandwidth`.
+//! * `--bandwidth` ([`bandwidth`]): the core clock, IPC of ordinary compiled code ([`ipc`]:
+//!   recorded with the shim for the tracer's instruction count, timed natively), FLOPs per
+//!   cycle, the cost of a page fault and the read, write and combined limits of every data
+//!   path, per core and summed over all cores at the memory merge point (thesis §4.3–4.4,
+//!   Table 4.3), for `cachescope bandwidth`.
 //!
 //! Each compiles its embedded C benchmark with gcc into a temporary directory and runs it. With
 //! both flags the bandwidth run goes first and its measured clock converts τ to cycles too; one
@@ -14,6 +16,7 @@
 
 mod bandwidth;
 mod false_sharing;
+mod ipc;
 
 use std::fmt::Write as _;
 use std::io::{Read, Write as _};
