@@ -176,6 +176,11 @@ pub struct BandwidthModel {
     /// Floating-point operations per cycle at peak.
     #[serde(default)]
     pub flops_per_cycle: Option<f64>,
+    /// Instructions per cycle of all cores together at peak, when cores share execution
+    /// resources (SMT siblings, vCPUs of one physical core): a merge point for instruction
+    /// issue. Unset: every core reaches `ipc` on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipc_total: Option<f64>,
     /// Cost of one false-sharing event, cycles (τ of thesis §4.2).
     #[serde(default)]
     pub false_sharing_penalty_cycles: Option<f64>,
@@ -387,6 +392,7 @@ impl MachineModel {
             for (name, v) in [
                 ("bandwidth.flops_per_cycle", bw.flops_per_cycle),
                 ("bandwidth.page_fault_ns", bw.page_fault_ns),
+                ("bandwidth.ipc_total", bw.ipc_total),
             ] {
                 if let Some(v) = v {
                     if !(v.is_finite() && v > 0.0) {

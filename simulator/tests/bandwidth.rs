@@ -334,6 +334,25 @@ fn first_touches_of_pages_cost_page_faults() {
 }
 
 #[test]
+fn shared_issue_width_slows_concurrent_threads() {
+    // Both cores together issue 1.2 instructions per cycle (1 alone): two threads busy in the
+    // same window need 400 / 1.2 units each; a thread running alone is not slowed.
+    let m = model("ipc_total = 1.2\n");
+    let adv = |units| Event::Advance { units, flops: 0 };
+    let events = [at(0, 0, adv(200)), at(0, 1, adv(200)), at(200, 0, adv(200))];
+    let (r, _) = run(&m, &events, 200);
+    for t in 0..2 {
+        assert_eq!(
+            dominant(&r, t).as_deref(),
+            Some("issue instructions (total)")
+        );
+    }
+    assert!((r.threads[1].estimated_units - 400.0 / 1.2).abs() < 1e-9);
+    assert!((r.threads[0].estimated_units - (400.0 / 1.2 + 200.0)).abs() < 1e-9);
+    assert_eq!(r.threads[0].peak_units, 200);
+}
+
+#[test]
 fn long_advances_fill_every_window() {
     // One advance of 1,000,000 units from time 100 with W = 200: 5001 windows touched.
     let m = model(LIMITS);

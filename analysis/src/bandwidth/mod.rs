@@ -13,7 +13,7 @@ pub mod text;
 use std::path::Path;
 
 use cachescope_schema::{CodePos, ThreadId};
-use cachescope_sim::bandwidth::{BandwidthReport, Scope};
+use cachescope_sim::bandwidth::{BandwidthReport, Direction, Scope};
 use serde::Serialize;
 
 use crate::symbols::{relative_path, Symbolizer};
@@ -119,7 +119,7 @@ pub struct SeriesSummary {
     pub path: String,
     /// `read`, `write` or `flops`.
     pub direction: &'static str,
-    /// `GB/s` or `GFLOP/s`.
+    /// `GB/s`, `GFLOP/s` (ALU) or `Ginstr/s` (instruction issue).
     pub unit: &'static str,
     /// Per thread (same order as `threads`).
     pub threads: Vec<ThreadCurve>,
@@ -331,10 +331,10 @@ pub fn analyse(
                 label: ser.label(),
                 path: ser.path.clone(),
                 direction: ser.direction.name(),
-                unit: if ser.path_index.is_some() {
-                    "GB/s"
-                } else {
-                    "GFLOP/s"
+                unit: match ser.direction {
+                    Direction::Flops => "GFLOP/s",
+                    Direction::Instructions => "Ginstr/s",
+                    _ => "GB/s",
                 },
                 threads: thread_curves,
                 demand,

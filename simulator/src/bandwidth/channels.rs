@@ -16,6 +16,8 @@ pub enum Direction {
     Combined,
     /// Floating-point operations (the ALU "path").
     Flops,
+    /// Instructions (time units) executed: the issue "path" of a core.
+    Instructions,
 }
 
 impl Direction {
@@ -26,6 +28,7 @@ impl Direction {
             Direction::Write => "write",
             Direction::Combined => "read+write",
             Direction::Flops => "flops",
+            Direction::Instructions => "instructions",
         }
     }
 }
@@ -90,7 +93,8 @@ pub enum ChannelError {
 }
 
 /// The series of `model` (every path both ways, plus read+write where a combined limit is
-/// set, then FLOPs) and its limits, in a fixed order.
+/// set, then FLOPs, then instruction issue when `ipc_total` is set) and its limits, in a fixed
+/// order.
 pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), ChannelError> {
     let bw = model
         .bandwidth
@@ -155,6 +159,22 @@ pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), Cha
             scope: Scope::PerCore,
             limit_gbs: fpc * bw.ghz,
             limit_per_unit: fpc / bw.ipc,
+        });
+    }
+    if let Some(total) = bw.ipc_total {
+        // Each core's own issue rate is the peak itself; only the sum over cores can limit.
+        let s = series.len();
+        series.push(Series {
+            path: "issue".into(),
+            direction: Direction::Instructions,
+            path_index: None,
+        });
+        chans.push(Channel {
+            name: "issue instructions (total)".into(),
+            series: s,
+            scope: Scope::Total,
+            limit_gbs: total * bw.ghz,
+            limit_per_unit: total / bw.ipc,
         });
     }
     if chans.is_empty() && bw.page_fault_ns.is_none() {

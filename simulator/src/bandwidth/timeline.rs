@@ -60,6 +60,8 @@ pub struct BandwidthTimeline {
     /// has no combined limit).
     path_series: Vec<(usize, usize, usize)>,
     flops_series: usize,
+    /// The instruction-issue series (`NONE` without an `ipc_total`): a window's busy units.
+    issue_series: usize,
     threads: Vec<ThreadState>,
     slot_of: FxHashMap<ThreadId, usize>,
     last_thread: Option<(ThreadId, usize)>,
@@ -112,12 +114,14 @@ impl BandwidthTimeline {
         };
         let paths = model.path_names().len();
         let mut path_series = vec![(NONE, NONE, NONE); paths];
-        let mut flops_series = usize::MAX;
+        let mut flops_series = NONE;
+        let mut issue_series = NONE;
         for (s, ser) in series.iter().enumerate() {
             match (ser.path_index, ser.direction) {
                 (Some(j), Direction::Read) => path_series[j].0 = s,
                 (Some(j), Direction::Write) => path_series[j].1 = s,
                 (Some(j), Direction::Combined) => path_series[j].2 = s,
+                (_, Direction::Instructions) => issue_series = s,
                 _ => flops_series = s,
             }
         }
@@ -181,6 +185,7 @@ impl BandwidthTimeline {
             channels: chans,
             path_series,
             flops_series,
+            issue_series,
             threads,
             slot_of,
             last_thread: None,
@@ -381,14 +386,19 @@ impl BandwidthTimeline {
     fn close(&mut self, repeat: u64) {
         let w = self.cfg.window;
         let weight = w * repeat;
-        for (s, d) in self.demand_now.iter_mut().enumerate() {
-            *d = self.threads.iter().map(|t| t.values[s]).sum();
-        }
         // A barrier left in the first half of the window ends the segment before it, one left
         // later ends it after: windows are not cut, so a segment boundary is exact to W/2.
         let start = self.window.saturating_mul(w);
         if self.segment_ends.is_some_and(|t| t - start < w.div_ceil(2)) {
             self.end_segment();
+        }
+        if self.issue_series != NONE {
+            for t in &mut self.threads {
+                t.values[self.issue_series] = t.busy;
+            }
+        }
+        for (s, d) in self.demand_now.iter_mut().enumerate() {
+            *d = self.threads.iter().map(|t| t.values[s]).sum();
         }
         let mut any = false;
         for t in &mut self.threads {

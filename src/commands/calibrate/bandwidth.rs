@@ -808,6 +808,7 @@ pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
         flops_per_cycle: None,
         false_sharing_penalty_cycles: None,
         page_fault_ns: None,
+        ipc_total: None,
         paths: Default::default(),
     });
     bw.ghz = cal.ghz;

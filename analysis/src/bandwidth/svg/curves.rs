@@ -73,7 +73,6 @@ struct YAxis {
 /// The SVG of series `s`.
 pub(super) fn render(a: &BandwidthAnalysis, s: &SeriesSummary) -> Result<String, String> {
     let panels = panels(s);
-    let is_alu = s.unit != "GB/s";
 
     let groups = panels.iter().map(|p| p.group).max().map_or(0, |g| g + 1);
     let axes: Vec<YAxis> = (0..groups)
@@ -113,7 +112,7 @@ pub(super) fn render(a: &BandwidthAnalysis, s: &SeriesSummary) -> Result<String,
         let root = SVGBackend::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let (head, body) = root.split_vertically(header_height);
-        header(&head, a, s, is_alu, &legend)?;
+        header(&head, a, s, &legend)?;
         let body = body.margin(0, FOOTER, 0, 0);
         if panels.is_empty() {
             body.draw(&Text::new(
@@ -125,10 +124,10 @@ pub(super) fn render(a: &BandwidthAnalysis, s: &SeriesSummary) -> Result<String,
         } else {
             let areas = body.split_evenly((panels.len(), 1));
             for (p, area) in panels.iter().zip(&areas) {
-                let y_desc = if is_alu {
-                    format!("FLOP rate [{}]", s.unit)
-                } else {
-                    format!("bandwidth [{}]", s.unit)
+                let y_desc = match s.unit {
+                    "GFLOP/s" => format!("FLOP rate [{}]", s.unit),
+                    "Ginstr/s" => format!("instruction rate [{}]", s.unit),
+                    _ => format!("bandwidth [{}]", s.unit),
                 };
                 draw_panel(area, p, &y_desc, s.unit, axes[p.group])?;
             }
@@ -237,13 +236,12 @@ fn header(
     head: &DrawingArea<SVGBackend<'_>, Shift>,
     a: &BandwidthAnalysis,
     s: &SeriesSummary,
-    is_alu: bool,
     legend: &[LegendItem<'_>],
 ) -> Result<(), String> {
-    let what = if is_alu {
-        "FLOP-rate requirement"
-    } else {
-        "bandwidth requirement"
+    let what = match s.unit {
+        "GFLOP/s" => "FLOP-rate requirement",
+        "Ginstr/s" => "instruction-rate requirement",
+        _ => "bandwidth requirement",
     };
     head.draw(&Text::new(
         format!(
@@ -254,10 +252,10 @@ fn header(
         bold(22.0),
     ))
     .map_err(draw_err)?;
-    let moved = if is_alu {
-        "FLOPs executed"
-    } else {
-        "data moved"
+    let moved = match s.unit {
+        "GFLOP/s" => "FLOPs executed",
+        "Ginstr/s" => "instructions executed",
+        _ => "data moved",
     };
     head.draw(&Text::new(
         format!(
@@ -566,10 +564,10 @@ fn draw_panel(
     }
 
     if p.curve.volume == 0 {
-        let nothing = if unit == "GB/s" {
-            "moved nothing on this path"
-        } else {
-            "executed no FLOPs"
+        let nothing = match unit {
+            "GB/s" => "moved nothing on this path",
+            "Ginstr/s" => "executed nothing",
+            _ => "executed no FLOPs",
         };
         chart
             .draw_series(once(Text::new(
