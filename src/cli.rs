@@ -54,8 +54,9 @@ pub struct CalibrateArgs {
     /// Measure τ, the cost of one false-sharing event in cycles (thesis §4.2.4; gcc needed).
     #[arg(long)]
     pub false_sharing: bool,
-    /// Measure clock, IPC, FLOPs per cycle and read/write bandwidth per data path, per core and
-    /// with all cores (thesis §4.3–4.4, Table 4.3; gcc and x86-64 needed; docs/calibrate.md).
+    /// Measure clock, IPC, FLOPs per cycle, page-fault cost and read/write/combined bandwidth per
+    /// data path, per core and with all cores (thesis §4.3–4.4, Table 4.3; gcc, x86-64 and the
+    /// recording shim needed; docs/calibrate.md).
     #[arg(long)]
     pub bandwidth: bool,
     /// Write the base model with the measurements here (TOML, for --machine).

@@ -35,6 +35,7 @@ fn memory_bytes(a: &Value) -> u64 {
         .expect("series")
         .iter()
         .filter(|s| s["path"].as_str().is_some_and(|p| p.ends_with("-mem")))
+        .filter(|s| s["direction"] == "read" || s["direction"] == "write")
         .map(|s| s["demand"]["volume"].as_u64().expect("volume"))
         .sum()
 }

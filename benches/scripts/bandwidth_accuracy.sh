@@ -46,7 +46,8 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 est = a["program"]["estimated_seconds"]
 measured = float(sys.argv[4])
-mem = sum(s["demand"]["volume"] for s in a["series"] if s["path"].endswith("-mem"))
+mem = sum(s["demand"]["volume"] for s in a["series"]
+          if s["path"].endswith("-mem") and s["direction"] in ("read", "write"))
 err = (est - measured) / measured * 100
 print(f'{sys.argv[2]:<15} {sys.argv[3]:>7} {measured:>9.3f}s {est:>9.3f}s {err:>+7.1f}% {mem:>12,}  {a["program"]["dominant"] or "none (peak)"}')
 EOF

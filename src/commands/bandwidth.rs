@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use cachescope_analysis::bandwidth::{analyse, svg, text, BandwidthAnalysis};
 use cachescope_analysis::symbols::Symbolizer;
 use cachescope_schema::{OpenOptions, TraceFile};
-use cachescope_sim::bandwidth::BandwidthConfig;
+use cachescope_sim::bandwidth::{channels, BandwidthConfig};
 use cachescope_sim::{simulate_exact_with_bandwidth, MachineModel, ThreadMapping};
 
 use crate::cli::BandwidthArgs;
@@ -38,6 +38,8 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
     if !a.set.is_empty() {
         model.apply_overrides(&a.set, &a.machine)?;
     }
+    // The model's bandwidth section first: it is what this command is about.
+    channels(&model)?;
     let trace = TraceFile::open_with(
         &a.trace,
         OpenOptions {

@@ -1,0 +1,144 @@
+//! `cachescope bandwidth` as a user runs it: output forms, determinism, bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cachescope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cachescope"))
+        .args(args)
+        .output()
+        .expect("run")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A barrier-phased 2D Jacobi trace with 2 threads.
+fn stencil(dir: &Path) -> PathBuf {
+    let path = dir.join("stencil.cstrace");
+    let o = cachescope(&[
+        "trace",
+        "gen",
+        "stencil",
+        "-o",
+        path.to_str().unwrap(),
+        "--threads",
+        "2",
+        "--size",
+        "256K",
+        "--iterations",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}
+
+fn assert_exit_2(o: &Output, expect: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(expect), "expected {expect:?} in {err}");
+}
+
+#[test]
+fn summary_json_and_plots_are_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = stencil(dir.path());
+    let t = t.to_str().unwrap();
+    let o = cachescope(&["bandwidth", t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "Program: estimated",
+        "Time per thread",
+        "all threads",
+        "L2-mem read",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    // Same trace and model: byte-identical JSON and plots, also with another window.
+    let run = |name: &str, window: &str| -> (Vec<u8>, PathBuf) {
+        let json = dir.path().join(format!("{name}.json"));
+        let svg = dir.path().join(format!("{name}-svg"));
+        let o = cachescope(&[
+            "bandwidth",
+            t,
+            "--window",
+            window,
+            "--json",
+            json.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        (std::fs::read(&json).unwrap(), svg)
+    };
+    let (a, svg_a) = run("a", "200");
+    let (b, svg_b) = run("b", "200");
+    assert_eq!(a, b, "same input, different JSON");
+    for f in ["dominance.svg", "curve-L2-mem-read.svg"] {
+        assert_eq!(
+            std::fs::read(svg_a.join(f)).unwrap(),
+            std::fs::read(svg_b.join(f)).unwrap(),
+            "{f} differs"
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&a).unwrap();
+    assert_eq!(v["window"], 200);
+    assert_eq!(v["time_unit"], "instructions");
+    // The window changes the curves, not the volumes.
+    let (c, _) = run("c", "50");
+    let w: serde_json::Value = serde_json::from_slice(&c).unwrap();
+    assert_eq!(w["window"], 50);
+    for (s, u) in v["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(w["series"].as_array().unwrap())
+    {
+        assert_eq!(
+            s["demand"]["volume"], u["demand"]["volume"],
+            "{}",
+            s["label"]
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_exit_2_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = stencil(dir.path());
+    let t = t.to_str().unwrap();
+    // A model without a [bandwidth] section.
+    assert_exit_2(
+        &cachescope(&["bandwidth", t, "--machine", "cachegrind"]),
+        "no [bandwidth] section",
+    );
+    assert_exit_2(
+        &cachescope(&["bandwidth", t, "--window", "0"]),
+        "--window must be at least 1",
+    );
+    assert_exit_2(
+        &cachescope(&["bandwidth", t, "--set", "bandwidth.ipc=-1"]),
+        "bandwidth.ipc",
+    );
+    // A truncated trace: named, and no output written.
+    let bytes = std::fs::read(t).unwrap();
+    let cut = dir.path().join("cut.cstrace");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let json = dir.path().join("out.json");
+    let o = cachescope(&[
+        "bandwidth",
+        cut.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_exit_2(&o, "cut.cstrace");
+    assert!(!json.exists());
+    // Missing file.
+    assert_exit_2(
+        &cachescope(&["bandwidth", "/nonexistent/x.cstrace"]),
+        "x.cstrace",
+    );
+}
