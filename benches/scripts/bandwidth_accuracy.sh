@@ -33,7 +33,7 @@ for p in jacobi_naive jacobi_blocked; do
   "$cs" cc -O2 -g -fopenmp -o "$work/$p" "$root/examples/$p.c"
 done
 export OMP_PROC_BIND=true
-printf '%-15s %7s %10s %10s %8s %12s  %s\n' program threads measured estimated error mem-bytes dominant
+printf '%-15s %7s %10s %10s %8s %14s  %s\n' program threads measured estimated error mem-bytes "adds most time / dominant data path"
 for threads in 1 2; do
   for p in jacobi_naive jacobi_blocked; do
     args=("$n" "$iters")
@@ -49,7 +49,9 @@ measured = float(sys.argv[4])
 mem = sum(s["demand"]["volume"] for s in a["series"]
           if s["path"].endswith("-mem") and s["direction"] in ("read", "write"))
 err = (est - measured) / measured * 100
-print(f'{sys.argv[2]:<15} {sys.argv[3]:>7} {measured:>9.3f}s {est:>9.3f}s {err:>+7.1f}% {mem:>12,}  {a["program"]["dominant"] or "none (peak)"}')
+p = a["program"]
+print(f'{sys.argv[2]:<15} {sys.argv[3]:>7} {measured:>9.3f}s {est:>9.3f}s {err:>+7.1f}% {mem:>14,}  '
+      f'{p["dominant"] or "nothing"} / {p["dominant_path"] or "none"}')
 EOF
   done
 done

@@ -66,8 +66,11 @@ pub struct ProgramSummary {
     pub peak_seconds: f64,
     /// Estimated seconds with every limit.
     pub estimated_seconds: f64,
-    /// The limit that adds the most time summed over threads, if any adds time.
+    /// What adds the most time summed over threads (a limit, or the page faults), if
+    /// anything adds time.
     pub dominant: Option<String>,
+    /// The data path limit (not page faults) that adds the most time summed over threads.
+    pub dominant_path: Option<String>,
 }
 
 /// Time of one thread (or the sum of all) split by what limited it.
@@ -258,7 +261,7 @@ pub fn analyse(
             ThreadSummary {
                 thread: t.thread,
                 core: t.core,
-                dominant: most_added(&breakdown),
+                dominant: most_added(&breakdown, true),
                 breakdown,
             }
         })
@@ -404,7 +407,8 @@ pub fn analyse(
             segments: report.program.segments,
             peak_seconds: report.program.peak_units * spu,
             estimated_seconds: report.program.estimated_units * spu,
-            dominant: most_added(&total),
+            dominant: most_added(&total, true),
+            dominant_path: most_added(&total, false),
         },
         threads,
         total,
@@ -430,11 +434,12 @@ fn add_breakdown(total: &mut Breakdown, b: &Breakdown) {
     }
 }
 
-/// The part that adds the most time (first on ties), if any adds time.
-fn most_added(b: &Breakdown) -> Option<String> {
+/// The part that adds the most time (first on ties), if any adds time; page faults count only
+/// with `faults`.
+fn most_added(b: &Breakdown, faults: bool) -> Option<String> {
     b.parts
         .iter()
-        .filter(|p| p.added_seconds > 0.0)
+        .filter(|p| p.added_seconds > 0.0 && (faults || p.channel != PAGE_FAULTS))
         .fold(None::<&BreakdownPart>, |best, p| match best {
             Some(q) if q.added_seconds >= p.added_seconds => Some(q),
             _ => Some(p),

@@ -15,11 +15,12 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
     );
     let _ = writeln!(
         o,
-        "Program: estimated {} (at peak {}), {} barrier segment(s); dominant limit: {}",
+        "Program: estimated {} (at peak {}), {} barrier segment(s); adds the most time: {}; dominant data path: {}",
         secs(a.program.estimated_seconds),
         secs(a.program.peak_seconds),
         a.program.segments,
-        a.program.dominant.as_deref().unwrap_or("none")
+        a.program.dominant.as_deref().unwrap_or("nothing"),
+        a.program.dominant_path.as_deref().unwrap_or("none")
     );
 
     let _ = writeln!(o, "\nTime per thread (s; + added over peak):");
