@@ -371,6 +371,52 @@ fn long_advances_fill_every_window() {
     assert_eq!(t.curves[0].units, 5001 * 200);
 }
 
+#[test]
+fn hostile_sizes_neither_hang_nor_panic() {
+    // A final advance of 2^60 units and a freed block of 2^62 bytes: bulk windows, bounded
+    // page walks.
+    let m = model("page_fault_ns = 1.0\n");
+    let events = [
+        at(
+            0,
+            0,
+            Event::Alloc {
+                addr: 0,
+                size: 1 << 62,
+                site: None,
+            },
+        ),
+        at(0, 0, Event::Access(acc(AccessKind::Store, 4096, 8))),
+        at(0, 0, Event::Free { addr: 0 }),
+        at(
+            0,
+            0,
+            Event::Advance {
+                units: 1 << 60,
+                flops: u64::MAX,
+            },
+        ),
+    ];
+    let (r, _) = run(&m, &events, 200);
+    assert_eq!(r.threads[0].busy_units, 1 << 60);
+    assert_eq!(r.threads[0].faults, 1);
+}
+
+#[test]
+fn two_threads_on_one_core_are_refused() {
+    let m = model(LIMITS);
+    let placement: BTreeMap<u32, u32> = [(0, 0), (1, 0)].into_iter().collect();
+    let e = BandwidthTimeline::new(
+        &m,
+        &placement,
+        TimeUnit::Instructions,
+        BandwidthConfig::default(),
+    )
+    .err()
+    .expect("shared core refused");
+    assert!(e.to_string().contains("one core per thread"), "{e}");
+}
+
 /// One random event of a thread: an access or an advance.
 #[derive(Debug, Clone)]
 enum Step {

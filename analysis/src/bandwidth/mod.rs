@@ -191,7 +191,8 @@ pub struct AttributedPosition {
     pub line: Option<u32>,
     /// Estimated bytes in dominant windows (sampled).
     pub bytes: u64,
-    /// Share of all sampled bytes of this limit in dominant windows.
+    /// Share of the bytes of this limit's kept positions (the 64 instructions with the most
+    /// bytes in dominant windows) that this source line moved.
     pub share: f64,
 }
 

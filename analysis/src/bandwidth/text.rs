@@ -72,7 +72,11 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
         if s.demand.volume == 0 {
             continue;
         }
-        let unit = if s.unit == "GB/s" { "B" } else { "F" };
+        let unit = match s.unit {
+            "GB/s" => "B",
+            "Ginstr/s" => " instr",
+            _ => "F",
+        };
         for t in &s.threads {
             if t.curve.volume == 0 {
                 continue;

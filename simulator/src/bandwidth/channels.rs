@@ -85,6 +85,16 @@ pub enum ChannelError {
     /// No `[bandwidth]` table.
     #[error("machine model {0:?} has no [bandwidth] section (peak GHz, IPC and path limits); use a model with one, e.g. ivybridge-4c, or `cachescope calibrate --bandwidth -o host.toml`")]
     NoBandwidthModel(String),
+    /// The thread placement puts several threads on one core.
+    #[error("bandwidth analysis needs one core per thread (thesis §4.3.1), but the placement puts {threads} threads on core {core}; use a model with at least {needed} cores (e.g. --set cores={needed}) and the one-to-one mapping")]
+    SharedCore {
+        /// The core.
+        core: u32,
+        /// Threads placed on it.
+        threads: usize,
+        /// Threads in the trace.
+        needed: usize,
+    },
     /// Nothing is limited.
     #[error(
         "machine model {0:?} sets no bandwidth limit ([bandwidth.paths.*] or flops_per_cycle)"

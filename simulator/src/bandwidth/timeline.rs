@@ -39,6 +39,8 @@ struct ThreadState {
     values: Vec<u64>,
     /// Accesses until the next sampled one.
     until_sample: u32,
+    /// State of the deterministic pseudo-random sampling intervals.
+    rng: u64,
     /// First touches of pages in the open window.
     faults: u64,
     /// Sampled `(series, pc, bytes)` of the open window.
@@ -46,6 +48,19 @@ struct ThreadState {
     /// Time of the current barrier segment: at peak, and estimated.
     segment_peak: f64,
     segment_estimated: f64,
+}
+
+impl ThreadState {
+    /// The next sampling interval: uniform in `1..2·period` (mean `period`), so that loops
+    /// whose access pattern repeats with the period are not always sampled at the same access.
+    fn next_interval(&mut self, period: u32) -> u32 {
+        // xorshift64: deterministic per thread, no host state.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let span = 2 * u64::from(period.max(1)) - 1;
+        (1 + self.rng % span) as u32
+    }
 }
 
 /// The bandwidth timeline of one simulation.
@@ -104,6 +119,19 @@ impl BandwidthTimeline {
         cfg: BandwidthConfig,
     ) -> Result<Self, ChannelError> {
         let (series, chans) = channels(model)?;
+        // Per-core limits and busy time are per thread: two threads on one core would be
+        // modelled as two cores (thesis §4.3.1: every thread has its own core).
+        let mut per_core = BTreeMap::new();
+        for &core in placement.values() {
+            *per_core.entry(core).or_insert(0usize) += 1;
+        }
+        if let Some((&core, &n)) = per_core.iter().find(|(_, &n)| n > 1) {
+            return Err(ChannelError::SharedCore {
+                core,
+                threads: n,
+                needed: placement.len(),
+            });
+        }
         let bw = model
             .bandwidth
             .as_ref()
@@ -158,6 +186,7 @@ impl BandwidthTimeline {
                     carry: 0,
                     values: vec![0; ns],
                     until_sample: cfg.sample_period.max(1),
+                    rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(thread),
                     faults: 0,
                     samples: Vec::new(),
                     segment_peak: 0.0,
@@ -227,18 +256,16 @@ impl BandwidthTimeline {
                 }
                 let t = &mut self.threads[slot];
                 t.until_sample -= 1;
-                let pc = if t.until_sample == 0 {
-                    t.until_sample = self.cfg.sample_period;
-                    a.pc
-                } else {
-                    None
-                };
+                let sampled = t.until_sample == 0;
+                if sampled {
+                    t.until_sample = t.next_interval(self.cfg.sample_period);
+                }
                 let core = t.core;
                 self.core_thread[core] = slot;
                 let moves = engine.beyond_first_moves();
                 if moves == self.moves_seen {
                     // The common case, an L1 hit: only the first path moved bytes.
-                    self.take_first(core, engine, pc);
+                    self.take_first(core, engine, a.pc.filter(|_| sampled));
                 } else {
                     self.moves_seen = moves;
                     // A page's first touch always misses every level, so only accesses that
@@ -254,14 +281,17 @@ impl BandwidthTimeline {
                     }
                     // Bytes beyond the first path may be charged to other cores too (a
                     // downgrade writeback of another core's dirty copy): look at every core.
-                    self.take_bytes(core, engine, pc);
+                    // Accesses beyond the first level are attributed exactly (they are few);
+                    // the first path only when sampled.
+                    self.take_bytes(core, engine, a.pc, sampled);
                     for other in (0..self.seen.len()).filter(|&c| c != core) {
-                        self.take_bytes(other, engine, None);
+                        self.take_bytes(other, engine, None, false);
                     }
                 }
             }
             Event::Advance { units, flops } => {
-                self.threads[slot].values[self.flops_series] += flops;
+                let v = &mut self.threads[slot].values[self.flops_series];
+                *v = v.saturating_add(flops);
                 self.add_busy(slot, e.time, units);
             }
             Event::Alloc { addr, size, .. } if size >= FRESH_MAPPING_BYTES => {
@@ -271,8 +301,14 @@ impl BandwidthTimeline {
                 if let Some(size) = self.large_blocks.remove(&addr) {
                     let first = addr >> PAGE_SHIFT;
                     let last = addr.saturating_add(size - 1) >> PAGE_SHIFT;
-                    for page in first..=last {
-                        self.touched.remove(&page);
+                    // A hostile trace may free a block of 2^62 bytes: never walk more pages
+                    // than are known.
+                    if last - first < self.touched.len() as u64 {
+                        for page in first..=last {
+                            self.touched.remove(&page);
+                        }
+                    } else {
+                        self.touched.retain(|p| !(first..=last).contains(p));
                     }
                 }
             }
@@ -308,8 +344,15 @@ impl BandwidthTimeline {
     }
 
     /// Moves the bytes `engine` charged to `core` since the last look into the open window of
-    /// the thread last seen on it; samples them at `pc` when given.
-    fn take_bytes(&mut self, core: usize, engine: &ExactEngine, pc: Option<CodePos>) {
+    /// the thread last seen on it, and attributes them to `pc` when given: exactly on every
+    /// path but the first, on the first one when `first_sampled` (weighted by the period).
+    fn take_bytes(
+        &mut self,
+        core: usize,
+        engine: &ExactEngine,
+        pc: Option<CodePos>,
+        first_sampled: bool,
+    ) {
         let period = self.cfg.sample_period as u64;
         let t = &mut self.threads[self.core_thread[core]];
         let seen = &mut self.seen[core];
@@ -326,10 +369,15 @@ impl BandwidthTimeline {
             if both_s != NONE {
                 t.values[both_s] += dr + dw;
             }
+            let weight = match (j, first_sampled) {
+                (0, true) => period,
+                (0, false) => continue,
+                _ => 1,
+            };
             if let Some(pc) = pc {
                 for (s, d) in [(read_s, dr), (write_s, dw), (both_s, dr + dw)] {
                     if d > 0 && s != NONE {
-                        t.samples.push((s, pc, d * period));
+                        t.samples.push((s, pc, d * weight));
                     }
                 }
             }
@@ -343,7 +391,7 @@ impl BandwidthTimeline {
         let t = &mut self.threads[slot];
         let here = units.min(window_end.saturating_sub(time));
         t.busy += here;
-        t.carry += units - here;
+        t.carry = t.carry.saturating_add(units - here);
     }
 
     /// Closes windows until `target` is the open one.
@@ -385,7 +433,7 @@ impl BandwidthTimeline {
     /// Closes the open window, which stands for `repeat` identical windows.
     fn close(&mut self, repeat: u64) {
         let w = self.cfg.window;
-        let weight = w * repeat;
+        let weight = w.saturating_mul(repeat);
         // A barrier left in the first half of the window ends the segment before it, one left
         // later ends it after: windows are not cut, so a segment boundary is exact to W/2.
         let start = self.window.saturating_mul(w);
@@ -398,7 +446,10 @@ impl BandwidthTimeline {
             }
         }
         for (s, d) in self.demand_now.iter_mut().enumerate() {
-            *d = self.threads.iter().map(|t| t.values[s]).sum();
+            *d = self
+                .threads
+                .iter()
+                .fold(0u64, |sum, t| sum.saturating_add(t.values[s]));
         }
         let mut any = false;
         for t in &mut self.threads {
@@ -432,12 +483,12 @@ impl BandwidthTimeline {
             let o = &mut t.out;
             let r = repeat as f64;
             o.windows += repeat;
-            o.busy_units += t.busy * repeat;
+            o.busy_units = o.busy_units.saturating_add(t.busy.saturating_mul(repeat));
             o.estimated_units += slowest * r + fault_units;
             o.faults += faults;
             o.fault_units += fault_units;
             for (curve, &v) in o.curves.iter_mut().zip(&t.values) {
-                curve.volume += v * repeat;
+                curve.volume = curve.volume.saturating_add(v.saturating_mul(repeat));
                 curve.record(v, weight);
             }
             match dominant {
@@ -447,7 +498,7 @@ impl BandwidthTimeline {
                     d.windows += repeat;
                     d.units += slowest * r;
                     d.added_units += (slowest - busy) * r;
-                    d.curve.volume += value * repeat;
+                    d.curve.volume = d.curve.volume.saturating_add(value.saturating_mul(repeat));
                     d.curve.record(value, weight);
                     let series = self.channels[c].series;
                     for &(s, pc, bytes) in &t.samples {
@@ -463,13 +514,15 @@ impl BandwidthTimeline {
         }
         if any {
             for (curve, &v) in self.demand.iter_mut().zip(&self.demand_now) {
-                curve.volume += v * repeat;
+                curve.volume = curve.volume.saturating_add(v.saturating_mul(repeat));
                 curve.record(v, weight);
             }
             for (c, ch) in self.channels.iter().enumerate() {
                 if std::mem::take(&mut self.dominant_now[c]) && ch.scope == Scope::Total {
                     let v = self.demand_now[ch.series];
-                    self.merge_dominance[c].volume += v * repeat;
+                    self.merge_dominance[c].volume = self.merge_dominance[c]
+                        .volume
+                        .saturating_add(v.saturating_mul(repeat));
                     self.merge_dominance[c].record(v, weight);
                 }
             }
@@ -504,13 +557,22 @@ impl BandwidthTimeline {
 
     /// Closes the last windows and returns the report.
     pub fn finish(mut self) -> BandwidthReport {
-        while self
+        // One step to the window after the last carried busy unit: runs of identical windows
+        // close in bulk (a huge final advance must not take one step per window).
+        let w = self.cfg.window;
+        let open = self
             .threads
             .iter()
-            .any(|t| t.busy > 0 || t.carry > 0 || t.faults > 0 || t.values.iter().any(|&v| v > 0))
-        {
-            let next = self.window + 1;
-            self.advance_to(next);
+            .any(|t| t.busy > 0 || t.faults > 0 || t.values.iter().any(|&v| v > 0));
+        let carried = self
+            .threads
+            .iter()
+            .map(|t| t.carry.div_ceil(w))
+            .max()
+            .unwrap_or(0);
+        if open || carried > 0 {
+            let target = self.window.saturating_add(1).saturating_add(carried);
+            self.advance_to(target);
         }
         self.end_segment();
         let mut attribution: Vec<Attribution> = self
