@@ -257,7 +257,10 @@ fn bandwidth_calibration_writes_a_host_model() {
         // The first touch of a page: a few µs here (2.2-2.9).
         let fault = bw.page_fault_ns.expect("page_fault_ns written");
         assert!((50.0..=50_000.0).contains(&fault), "page_fault_ns {fault}");
-        assert!(same_float(report["page_fault_ns"].as_f64(), fault), "{report}");
+        assert!(
+            same_float(report["page_fault_ns"].as_f64(), fault),
+            "{report}"
+        );
         // The model's ipc is the median of the compiled kernels, each in the JSON.
         let loop_ipc = report["ipc_throughput_loop"]
             .as_f64()

@@ -1,18 +1,10 @@
 //! `cachescope bandwidth` as a user runs it: output forms, determinism, bad input.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn cachescope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cachescope"))
-        .args(args)
-        .output()
-        .expect("run")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{assert_exit_2, cli as cachescope, stderr};
 
 /// A barrier-phased 2D Jacobi trace with 2 threads.
 fn stencil(dir: &Path) -> PathBuf {
@@ -32,13 +24,6 @@ fn stencil(dir: &Path) -> PathBuf {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     path
-}
-
-fn assert_exit_2(o: &Output, expect: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.contains(expect), "expected {expect:?} in {err}");
 }
 
 #[test]

@@ -1,18 +1,10 @@
 //! `cachescope simulate` and `cachescope import` as a user runs them.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn cachescope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cachescope"))
-        .args(args)
-        .output()
-        .expect("run")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{assert_exit_2, cli as cachescope, stderr};
 
 fn gen(dir: &Path, workload: &str, threads: &str) -> PathBuf {
     let path = dir.join(format!("{workload}.cstrace"));
@@ -31,13 +23,6 @@ fn gen(dir: &Path, workload: &str, threads: &str) -> PathBuf {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     path
-}
-
-fn assert_exit_2(o: &Output, expect: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.contains(expect), "expected {expect:?} in {err}");
 }
 
 #[test]

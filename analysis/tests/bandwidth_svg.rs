@@ -9,8 +9,8 @@ use std::path::Path;
 use cachescope_analysis::bandwidth::{analyse, svg, BandwidthAnalysis};
 use cachescope_analysis::symbols::Symbolizer;
 use cachescope_schema::{Access, AccessKind, Event, TimeUnit, TimedEvent};
-use cachescope_sim::bandwidth::{BandwidthConfig, BandwidthTimeline};
-use cachescope_sim::{ExactEngine, MachineModel};
+use cachescope_sim::bandwidth::BandwidthConfig;
+use cachescope_sim::{replay_exact_with_bandwidth, MachineModel};
 
 /// Two cores, private 1 KiB L1, shared 64 KiB L2, 1 GHz × 1 instruction per cycle (a limit
 /// of N GB/s is N bytes per time unit); memory reads limited to 16 GB/s per core and 20 GB/s
@@ -88,23 +88,14 @@ fn events(programs: &[Program<'_>]) -> Vec<TimedEvent> {
 fn analysis(events: &[TimedEvent]) -> BandwidthAnalysis {
     let m = model();
     let placement: BTreeMap<u32, u32> = (0..m.cores).map(|c| (c, c)).collect();
-    let mut engine = ExactEngine::new(&m, &placement, TimeUnit::Instructions);
     let cfg = BandwidthConfig {
         window: 200,
         sample_period: 1,
     };
-    let mut tl = BandwidthTimeline::new(&m, &placement, TimeUnit::Instructions, cfg)
-        .expect("bandwidth model");
-    for e in events {
-        engine.process(e);
-        tl.observe(e, &engine);
-    }
-    analyse(
-        &tl.finish(),
-        "hand",
-        &mut Symbolizer::new([]),
-        Path::new("/"),
-    )
+    let (_, report) =
+        replay_exact_with_bandwidth(&m, &placement, TimeUnit::Instructions, events, cfg)
+            .expect("bandwidth model");
+    analyse(&report, "hand", &mut Symbolizer::new([]), Path::new("/"))
 }
 
 /// Window 0: thread 0 reads 100 lines (32 B/unit: its per-core limit dominates), thread 1

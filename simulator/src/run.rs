@@ -1,6 +1,8 @@
 //! Running an engine over a trace file.
 
-use cachescope_schema::{Event, TraceError, TraceFile};
+use std::collections::BTreeMap;
+
+use cachescope_schema::{Event, ThreadId, TimeUnit, TimedEvent, TraceError, TraceFile};
 
 use crate::bandwidth::{BandwidthConfig, BandwidthReport, BandwidthTimeline, ChannelError};
 use crate::cachegrind::{CachegrindSim, CgConfig};
@@ -24,6 +26,24 @@ pub enum SimError {
     /// The model cannot be used for bandwidth analysis.
     #[error(transparent)]
     Bandwidth(#[from] ChannelError),
+}
+
+/// Replays in-memory events, already in the global (time, thread) order, through the exact
+/// engine with the bandwidth timeline (hand-made timelines in tests and benches).
+pub fn replay_exact_with_bandwidth<'a>(
+    model: &MachineModel,
+    placement: &BTreeMap<ThreadId, u32>,
+    unit: TimeUnit,
+    events: impl IntoIterator<Item = &'a TimedEvent>,
+    cfg: BandwidthConfig,
+) -> Result<(SimReport, BandwidthReport), ChannelError> {
+    let mut timeline = BandwidthTimeline::new(model, placement, unit, cfg)?;
+    let mut engine = ExactEngine::new(model, placement, unit);
+    for e in events {
+        engine.process(e);
+        timeline.observe(e, &engine);
+    }
+    Ok((engine.report(), timeline.finish()))
 }
 
 /// Simulates `trace` with the exact engine and keeps the bandwidth timeline (thesis

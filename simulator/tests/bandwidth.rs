@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use cachescope_schema::{Access, AccessKind, Event, TimeUnit, TimedEvent};
 use cachescope_sim::bandwidth::{BandwidthConfig, BandwidthReport, BandwidthTimeline};
-use cachescope_sim::{ExactEngine, MachineModel};
+use cachescope_sim::counters::SimReport;
+use cachescope_sim::{replay_exact_with_bandwidth, MachineModel};
 use proptest::prelude::*;
 
 /// Two cores, private 1 KiB L1, shared 64 KiB L2; 1 GHz × 1 instruction per cycle, so a
@@ -35,21 +36,16 @@ ipc = 1.0
 }
 
 /// Runs `events` (already in global order, instructions as time unit) through the exact
-/// engine and the timeline.
-fn run(m: &MachineModel, events: &[TimedEvent], window: u64) -> (BandwidthReport, ExactEngine) {
+/// engine and the timeline, thread i on core i.
+fn run(m: &MachineModel, events: &[TimedEvent], window: u64) -> (BandwidthReport, SimReport) {
     let placement: BTreeMap<u32, u32> = (0..m.cores).map(|c| (c, c)).collect();
-    let mut engine = ExactEngine::new(m, &placement, TimeUnit::Instructions);
     let cfg = BandwidthConfig {
         window,
         sample_period: 1,
     };
-    let mut tl = BandwidthTimeline::new(m, &placement, TimeUnit::Instructions, cfg)
+    let (sim, r) = replay_exact_with_bandwidth(m, &placement, TimeUnit::Instructions, events, cfg)
         .expect("bandwidth model");
-    for e in events {
-        engine.process(e);
-        tl.observe(e, &engine);
-    }
-    (tl.finish(), engine)
+    (r, sim)
 }
 
 fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
@@ -464,8 +460,7 @@ proptest! {
         }
         events.sort_by_key(|&(time, thread, seq, _)| (time, thread, seq));
         let events: Vec<_> = events.into_iter().map(|(time, thread, _, event)| at(time, thread, event)).collect();
-        let (r, engine) = run(&m, &events, window);
-        let sim = engine.report();
+        let (r, sim) = run(&m, &events, window);
         for (ti, th) in r.threads.iter().enumerate() {
             prop_assert_eq!(th.busy_units, sim.threads[ti].time_units);
             for (s, curve) in th.curves.iter().enumerate() {

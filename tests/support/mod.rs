@@ -118,3 +118,24 @@ pub fn events(trace: &Path) -> Vec<(ThreadId, Vec<Event>)> {
 pub fn count(evs: &[Event], kind: EventKind) -> usize {
     evs.iter().filter(|e| e.kind() == kind).count()
 }
+
+/// Runs `cachescope ARGS` and returns its output.
+pub fn cli(args: &[&str]) -> Output {
+    Command::new(cachescope())
+        .args(args)
+        .output()
+        .expect("run cachescope")
+}
+
+/// Its stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts exit code 2 (bad input), no panic, and `expect` in the message.
+pub fn assert_exit_2(o: &Output, expect: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(expect), "expected {expect:?} in {err}");
+}
