@@ -289,6 +289,22 @@ fn bandwidth_calibration_writes_a_host_model() {
         assert!(ipcs.iter().all(|x| *x > 0.0), "{ipcs:?}");
         ipcs.sort_by(f64::total_cmp);
         assert_eq!(bw.ipc, ipcs[ipcs.len() / 2], "the median of {ipcs:?}");
+        // With several CPUs: the kernels on all of them at once give the model's ipc_total,
+        // at most what independent cores would reach (with some room for noise).
+        let cpus = report["cpus"].as_array().map_or(0, |c| c.len());
+        if cpus > 1 {
+            let total = bw.ipc_total.expect("ipc_total with several CPUs");
+            assert!(same_float(report["ipc_total"].as_f64(), total), "{report}");
+            assert!(
+                total > 0.0 && total <= cpus as f64 * bw.ipc * 1.5,
+                "ipc_total {total} for {cpus} CPUs at ipc {}",
+                bw.ipc
+            );
+            let summed = report["ipc_concurrent"]["kernels"]
+                .as_array()
+                .expect("ipc_concurrent.kernels");
+            assert_eq!(summed.len(), 7, "{report}");
+        }
 
         let problems = implausible(&m, loop_ipc);
         if problems.is_empty() {

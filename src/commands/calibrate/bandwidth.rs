@@ -42,7 +42,7 @@ use cachescope_sim::model::{BandwidthModel, PathLimit};
 use cachescope_sim::MachineModel;
 use serde::Serialize;
 
-use super::ipc::{self, IpcKernels};
+use super::ipc::{self, ConcurrentIpc, IpcKernels};
 use super::{compile, cpuinfo_ghz, median, run_bench, Frequency};
 use crate::cli::CalibrateArgs;
 
@@ -217,6 +217,11 @@ pub struct BandwidthCalibration {
     pub clock: Clock,
     /// The compiled kernels behind `ipc`.
     pub ipc_kernels: IpcKernels,
+    /// Instructions per cycle of all CPUs together (the model's `ipc_total`): the kernels on
+    /// every CPU at once (None with one CPU).
+    pub ipc_total: Option<f64>,
+    /// The kernels on every CPU at once, behind `ipc_total`.
+    pub ipc_concurrent: Option<ConcurrentIpc>,
     /// Per-cycle details of the assembly kernels.
     pub kernels: Kernels,
     /// Page-fault details.
@@ -757,6 +762,18 @@ pub fn measure(
     }
     // The compiled kernels behind the model's ipc, timed natively after the benchmark.
     let ipc_kernels = ipc::measure(&kernels, repetitions, repetition_ms)?;
+    // The same kernels on every CPU at once: whether the cores share execution resources.
+    let ipc_concurrent = if out.cpus.len() > 1 {
+        Some(ipc::measure_concurrent(
+            &kernels,
+            &ipc_kernels,
+            &out.cpus,
+            repetitions.min(3),
+            repetition_ms,
+        )?)
+    } else {
+        None
+    };
     for n in &notes {
         tracing::info!("note: {n}");
     }
@@ -780,6 +797,8 @@ pub fn measure(
             measured: clock,
             cpuinfo_ghz: cpuinfo,
         },
+        ipc_total: ipc_concurrent.as_ref().map(|c| c.median),
+        ipc_concurrent,
         ipc_kernels,
         kernels: Kernels {
             ipc_throughput_loop: ipc,
@@ -813,6 +832,7 @@ pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
     });
     bw.ghz = cal.ghz;
     bw.ipc = cal.ipc;
+    bw.ipc_total = cal.ipc_total;
     bw.flops_per_cycle = Some(cal.flops_per_cycle);
     bw.page_fault_ns = Some(cal.page_fault_ns);
     for (name, limit) in &cal.paths {
@@ -915,6 +935,17 @@ pub fn render(c: &BandwidthCalibration) -> String {
         c.ipc_independent_adds
     );
     let _ = writeln!(o, "    kernels: {}", kernel_list(&c.ipc_kernels, ", "));
+    if let Some(cc) = &c.ipc_concurrent {
+        let _ = writeln!(
+            o,
+            "  ipc_total: {:.2} on {} CPUs at once ({:.0}% of {} x ipc; median of the kernels' \
+             summed IPCs)",
+            cc.median,
+            cc.cpus.len(),
+            100.0 * cc.efficiency,
+            cc.cpus.len()
+        );
+    }
     let _ = writeln!(
         o,
         "  flops per cycle: {:.2} (SSE2 addpd + mulpd)",

@@ -88,6 +88,83 @@ pub struct IpcKernels {
     pub recorded_calls: [u64; 2],
     /// One per kernel.
     pub kernels: Vec<KernelIpc>,
+    /// Per kernel: the slice sizes the rounds used (calls, clock iterations).
+    #[serde(skip)]
+    sizes: Vec<Option<(u64, u64)>>,
+    /// Per kernel: instructions per call.
+    #[serde(skip)]
+    per_call: Vec<f64>,
+}
+
+/// The kernels on every CPU at once.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConcurrentIpc {
+    /// The CPUs, one pinned copy of the kernel program on each.
+    pub cpus: Vec<u32>,
+    /// Per kernel: the IPCs summed over the CPUs (best round).
+    pub kernels: Vec<(&'static str, Stat)>,
+    /// The model's `ipc_total`: the median of the kernels' summed IPCs.
+    pub median: f64,
+    /// `median` / (CPUs × the single-CPU `ipc`): 1 when cores do not share execution
+    /// resources.
+    pub efficiency: f64,
+}
+
+/// Runs every kernel on all `cpus` at once — one pinned copy per CPU, with the slice sizes
+/// of the single-CPU rounds, started together — and sums their IPCs: the instruction issue of
+/// all cores together, which is less than the CPUs times the single-CPU figure when CPUs share
+/// a physical core (SMT siblings, vCPUs). `rounds` rounds, best per kernel.
+pub fn measure_concurrent(
+    prepared: &Prepared,
+    single: &IpcKernels,
+    cpus: &[u32],
+    rounds: u32,
+    round_ms: u64,
+) -> Result<ConcurrentIpc> {
+    let target_us = round_ms * 1000;
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); KERNELS.len()];
+    for _ in 0..rounds {
+        for (k, (name, _)) in KERNELS.iter().enumerate() {
+            let sizes = single.sizes.get(k).copied().flatten();
+            let results: Vec<Result<Round>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = cpus
+                    .iter()
+                    .map(|&cpu| {
+                        scope.spawn(move || {
+                            time_round(&prepared.native, name, target_us, sizes, Some(cpu))
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(anyhow!("a kernel timing thread panicked")))
+                    })
+                    .collect()
+            });
+            let mut total = 0.0;
+            for r in results {
+                let r = r?;
+                let cycles = r.seconds / r.calls * (r.adds / r.clock_seconds);
+                total += single.per_call[k] / cycles;
+            }
+            samples[k].push(total);
+        }
+    }
+    let mut kernels = Vec::new();
+    for (k, (name, _)) in KERNELS.iter().enumerate() {
+        let stat = Stat::of(std::mem::take(&mut samples[k]))
+            .ok_or_else(|| anyhow!("the {name} kernel measured no positive IPC on all CPUs"))?;
+        kernels.push((*name, stat));
+    }
+    let total = median(kernels.iter().map(|(_, s)| s.best).collect());
+    Ok(ConcurrentIpc {
+        cpus: cpus.to_vec(),
+        efficiency: total / (cpus.len() as f64 * single.median),
+        median: total,
+        kernels,
+    })
 }
 
 /// Both builds and the recorded instruction counts.
@@ -191,12 +268,14 @@ struct Round {
     clock_seconds: f64,
 }
 
-/// Runs `ipc_kernels time NAME 1 TARGET_US [CALLS CLOCK_ITERS]` (one round).
+/// Runs `ipc_kernels time NAME 1 TARGET_US [CALLS CLOCK_ITERS]` (one round), on `cpu` only
+/// when given (through `taskset`: the program pins itself to the first CPU it may use).
 fn time_round(
     native: &Path,
     name: &str,
     target_us: u64,
     sizes: Option<(u64, u64)>,
+    cpu: Option<u32>,
 ) -> Result<Round> {
     let mut args = vec![
         "time".to_string(),
@@ -208,7 +287,16 @@ fn time_round(
         args.extend([calls.to_string(), iters.to_string()]);
     }
     let timeout = Duration::from_secs((20 * target_us / 1_000_000).max(120));
-    let text = run_bench(native, &args, timeout)?;
+    let text = match cpu {
+        None => run_bench(native, &args, timeout)?,
+        Some(cpu) => {
+            let mut full = vec!["-c".to_string(), cpu.to_string()];
+            full.push(native.display().to_string());
+            full.extend(args.iter().cloned());
+            run_bench(Path::new("taskset"), &full, timeout)
+                .context("running the IPC kernels on every CPU at once (taskset, util-linux)")?
+        }
+    };
     let bad = || {
         anyhow!(
             "unexpected output of ipc_kernels {}:\n{text}",
@@ -256,7 +344,7 @@ pub fn measure(prepared: &Prepared, rounds: u32, round_ms: u64) -> Result<IpcKer
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); KERNELS.len()];
     for _ in 0..rounds {
         for (k, (name, _)) in KERNELS.iter().enumerate() {
-            let r = time_round(&prepared.native, name, target_us, sizes[k])?;
+            let r = time_round(&prepared.native, name, target_us, sizes[k], None)?;
             sizes[k] = Some((r.calls as u64, (r.adds / 1000.0) as u64));
             // Cycles per call: the kernel slice's seconds per call x the clock slice's adds
             // (cycles) per second.
@@ -287,7 +375,10 @@ pub fn measure(prepared: &Prepared, rounds: u32, round_ms: u64) -> Result<IpcKer
             ipc,
         });
     }
+    let ipc_sizes = sizes;
     Ok(IpcKernels {
+        sizes: ipc_sizes,
+        per_call,
         median: median(kernels.iter().map(|k| k.ipc.best).collect()),
         method: "per kernel: instructions per call as cachescope's tracer counts them (two \
                  recorded runs of the `cachescope cc` build, their difference) over native \
