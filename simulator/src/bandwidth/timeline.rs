@@ -320,27 +320,10 @@ impl BandwidthTimeline {
         }
     }
 
-    /// [`Self::take_bytes`] for the first path only.
+    /// [`Self::take_bytes`] for the first path only (an L1 hit).
     fn take_first(&mut self, core: usize, engine: &ExactEngine, pc: Option<CodePos>) {
         let period = self.cfg.sample_period as u64;
-        let t = &mut self.threads[self.core_thread[core]];
-        let (read_s, write_s, both_s) = self.path_series[0];
-        let now = engine.core_path_bytes(core, 0);
-        let seen = &mut self.seen[core][0];
-        let (dr, dw) = (now.read - seen.0, now.write - seen.1);
-        *seen = (now.read, now.write);
-        t.values[read_s] += dr;
-        t.values[write_s] += dw;
-        if both_s != NONE {
-            t.values[both_s] += dr + dw;
-        }
-        if let Some(pc) = pc {
-            for (s, d) in [(read_s, dr), (write_s, dw), (both_s, dr + dw)] {
-                if d > 0 && s != NONE {
-                    t.samples.push((s, pc, d * period));
-                }
-            }
-        }
+        self.take_path(core, 0, engine, pc.map(|pc| (pc, period)));
     }
 
     /// Moves the bytes `engine` charged to `core` since the last look into the open window of
@@ -354,31 +337,43 @@ impl BandwidthTimeline {
         first_sampled: bool,
     ) {
         let period = self.cfg.sample_period as u64;
-        let t = &mut self.threads[self.core_thread[core]];
-        let seen = &mut self.seen[core];
-        for (j, &(read_s, write_s, both_s)) in self.path_series.iter().enumerate() {
-            let now = engine.core_path_bytes(core, j);
-            let (r0, w0) = seen[j];
-            let (dr, dw) = (now.read - r0, now.write - w0);
-            if dr | dw == 0 {
-                continue;
-            }
-            seen[j] = (now.read, now.write);
-            t.values[read_s] += dr;
-            t.values[write_s] += dw;
-            if both_s != NONE {
-                t.values[both_s] += dr + dw;
-            }
+        for j in 0..self.path_series.len() {
             let weight = match (j, first_sampled) {
-                (0, true) => period,
-                (0, false) => continue,
-                _ => 1,
+                (0, true) => Some(period),
+                (0, false) => None,
+                _ => Some(1),
             };
-            if let Some(pc) = pc {
-                for (s, d) in [(read_s, dr), (write_s, dw), (both_s, dr + dw)] {
-                    if d > 0 && s != NONE {
-                        t.samples.push((s, pc, d * weight));
-                    }
+            self.take_path(core, j, engine, pc.zip(weight));
+        }
+    }
+
+    /// Moves the bytes of path `j` charged to `core` since the last look into the open window
+    /// of the thread last seen on it; attributes them to a code position with a weight.
+    fn take_path(
+        &mut self,
+        core: usize,
+        j: usize,
+        engine: &ExactEngine,
+        attribute: Option<(CodePos, u64)>,
+    ) {
+        let (read_s, write_s, both_s) = self.path_series[j];
+        let now = engine.core_path_bytes(core, j);
+        let seen = &mut self.seen[core][j];
+        let (dr, dw) = (now.read - seen.0, now.write - seen.1);
+        if dr | dw == 0 {
+            return;
+        }
+        *seen = (now.read, now.write);
+        let t = &mut self.threads[self.core_thread[core]];
+        t.values[read_s] += dr;
+        t.values[write_s] += dw;
+        if both_s != NONE {
+            t.values[both_s] += dr + dw;
+        }
+        if let Some((pc, weight)) = attribute {
+            for (s, d) in [(read_s, dr), (write_s, dw), (both_s, dr + dw)] {
+                if d > 0 && s != NONE {
+                    t.samples.push((s, pc, d * weight));
                 }
             }
         }
