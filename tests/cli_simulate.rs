@@ -83,21 +83,31 @@ fn simulate_parallel_engine() {
         (p["engine"].as_str(), p["slack"].as_u64()),
         (Some("parallel"), Some(1))
     );
-    // The stencil shares no line within one time unit: slack 1 gives the exact counters.
+    let q = &p["quanta"];
+    assert!(q["total"].as_u64() > Some(100) && q["lockstep"].as_u64() < q["total"].as_u64());
+    // Every slack gives the exact counters.
     let mut e: serde_json::Value = serde_json::from_str(&run(&["--engine", "exact"])).unwrap();
     let mut p = p;
-    for r in [&mut e, &mut p] {
+    let mut big: serde_json::Value =
+        serde_json::from_str(&run(&["--engine", "parallel", "--slack", "100000"])).unwrap();
+    for r in [&mut e, &mut p, &mut big] {
         let o = r.as_object_mut().unwrap();
         o.remove("engine");
         o.remove("slack");
+        o.remove("quanta");
     }
     assert_eq!(e, p);
+    assert_eq!(e, big);
     // The default engine is still the exact one.
     let d: serde_json::Value = serde_json::from_str(&run(&[])).unwrap();
     assert_eq!(d["engine"], "exact");
     let o = cachescope(&["simulate", t, "--engine", "parallel", "--slack", "500"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("parallel (slack 500)"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("parallel (slack 500; ") && text.contains(" in lockstep)"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -97,6 +97,20 @@ impl Cache {
         }
     }
 
+    /// Number of ways of `line`'s set that hold no line.
+    pub fn free_ways(&self, line: u64) -> usize {
+        let base = self.set_of(line) * self.assoc;
+        self.tags[base..base + self.assoc]
+            .iter()
+            .filter(|&&t| t == INVALID)
+            .count()
+    }
+
+    /// Index of `line`'s set.
+    pub fn set_index(&self, line: u64) -> u64 {
+        self.set_of(line) as u64
+    }
+
     /// The slot holding `line`, if present.
     #[inline]
     pub fn find(&self, line: u64) -> Option<usize> {

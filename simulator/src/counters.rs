@@ -218,6 +218,17 @@ pub struct CachegrindReport {
     pub events: CgCounts,
 }
 
+/// How the parallel engine simulated its quanta. Like every counter it depends only on the
+/// trace, the model and the slack, never on the host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct QuantumCounts {
+    /// Quanta simulated.
+    pub total: u64,
+    /// Quanta whose cores interacted through a line, simulated in lockstep (one event at a
+    /// time, in the global order) instead of by the cores apart.
+    pub lockstep: u64,
+}
+
 /// A simulation report.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimReport {
@@ -243,6 +254,9 @@ pub struct SimReport {
     /// The parallel engine's quantum in time units (only from that engine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slack: Option<u64>,
+    /// How the parallel engine ran its quanta (only from that engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quanta: Option<QuantumCounts>,
     /// Cachegrind's events, with the `cachegrind` model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cachegrind: Option<CachegrindReport>,

@@ -1014,6 +1014,7 @@ impl ExactEngine {
             threads: self.threads.clone(),
             unsimulated_fetches: self.unsimulated_fetches,
             slack: None,
+            quanta: None,
             cachegrind: None,
         };
         r.sum_levels();

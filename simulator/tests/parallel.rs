@@ -1,18 +1,20 @@
-//! The parallel engine: determinism across host thread counts, equality with the exact engine
-//! at the smallest slack on traces without same-time sharing, bounded deviation at the default.
+//! The parallel engine: determinism across host thread counts, and equality with the exact
+//! engine at every slack (quanta whose cores interact run in lockstep), on generated,
+//! recorded and random traces.
 
 use std::collections::BTreeMap;
 
 use cachescope_schema::synth::{generate, GenParams, Workload};
-use cachescope_schema::TraceFile;
+use cachescope_schema::{AccessKind, Event, TimeUnit, TimedEvent, TraceFile};
 use cachescope_sim::counters::SimReport;
+use proptest::prelude::*;
 #[allow(dead_code)] // shared with other test files
 mod common;
 
 use cachescope_sim::parallel::DEFAULT_SLACK;
 use cachescope_sim::{
-    simulate_exact, simulate_parallel, MachineModel, ParallelConfig, ParallelEngine, ParallelError,
-    ThreadMapping,
+    simulate_exact, simulate_parallel, ExactEngine, MachineModel, ParallelConfig, ParallelEngine,
+    ParallelError, ThreadMapping,
 };
 
 fn trace(p: &GenParams) -> (tempfile::TempDir, TraceFile) {
@@ -47,7 +49,32 @@ fn counters_json(r: &SimReport) -> serde_json::Value {
     let o = v.as_object_mut().unwrap();
     o.remove("engine");
     o.remove("slack");
+    o.remove("quanta");
     v
+}
+
+/// The paths at which two JSON values differ (for readable failures).
+fn json_diff(a: &serde_json::Value, b: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                json_diff(
+                    v,
+                    y.get(k).unwrap_or(&Value::Null),
+                    &format!("{at}.{k}"),
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                json_diff(u, v, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ if a != b => out.push(format!("{at}: {a} vs {b}")),
+        _ => {}
+    }
 }
 
 fn exact(t: &TraceFile, m: &MachineModel) -> SimReport {
@@ -160,59 +187,48 @@ fn smallest_slack_equals_exact_with_coherence_misses() {
 }
 
 #[test]
-fn large_slack_loses_same_quantum_sharing() {
-    // One quantum for the whole run: no core sees another's writes in time, so the
-    // false-sharing misses disappear. The engine must not hide this.
+fn any_slack_equals_exact_on_same_time_sharing() {
+    // Threads that fight over lines within one time unit, and one quantum for the whole run:
+    // the interfering quanta run in lockstep, so nothing is lost.
     let m = MachineModel::load("ivybridge-4c").unwrap();
     let (_d, t) = trace(&params(Workload::FalseSharing, 2, 16 << 10, 4));
     let e = exact(&t, &m);
-    let p = parallel(&t, &m, u64::MAX, 2);
     assert!(e.levels[0].counters.misses.coherence_false > 500);
-    assert!(
-        p.levels[0].counters.misses.coherence_false < e.levels[0].counters.misses.coherence_false
-    );
+    for slack in [1, 7, DEFAULT_SLACK, u64::MAX] {
+        let p = parallel(&t, &m, slack, 2);
+        assert_eq!(counters_json(&e), counters_json(&p), "slack {slack}");
+        let q = p.quanta.unwrap();
+        assert!(
+            q.lockstep > 0 && q.lockstep <= q.total,
+            "slack {slack}: {q:?}"
+        );
+    }
 }
 
 #[test]
-fn default_slack_deviation_on_synthetic_traces() {
-    // Measured deviation at the default slack (docs/parallel-engine.md): ≤ 1% of L1 misses
-    // and ≤ 5% of coherence misses on these workloads.
+fn default_slack_equals_exact_on_synthetic_traces() {
     let m = MachineModel::load("ivybridge-4c").unwrap();
     for p in [
         params(Workload::Stencil, 4, 256 << 10, 2),
         params(Workload::ProducerConsumer, 4, 64 << 10, 4),
         params(Workload::FalseSharing, 4, 64 << 10, 4),
+        params(Workload::Random, 3, 64 << 10, 2),
     ] {
         let (_d, t) = trace(&p);
         let e = exact(&t, &m);
-        let par = simulate_parallel(
-            &t,
-            &m,
-            &ThreadMapping::OneToOne,
-            ParallelConfig {
-                slack: DEFAULT_SLACK,
-                threads: 2,
-            },
-        )
-        .unwrap();
-        let (el, pl) = (&e.levels[0].counters.misses, &par.levels[0].counters.misses);
-        let dev = |a: u64, b: u64| a.abs_diff(b) as f64 / a.max(1) as f64;
-        assert!(
-            dev(el.total(), pl.total()) <= 0.01,
-            "{:?}: L1 misses {} vs {}",
-            p.workload,
-            el.total(),
-            pl.total()
-        );
-        let coh = |m: &cachescope_sim::counters::MissCounts| m.coherence_true + m.coherence_false;
-        assert!(
-            dev(coh(el), coh(pl)) <= 0.05,
-            "{:?}: coherence misses {} vs {}",
-            p.workload,
-            coh(el),
-            coh(pl)
-        );
+        let par = parallel(&t, &m, DEFAULT_SLACK, 2);
+        assert_eq!(counters_json(&e), counters_json(&par), "{:?}", p.workload);
     }
+}
+
+/// A stencil shares lines between cores only across barriers: most quanta run apart.
+#[test]
+fn quanta_without_interaction_run_apart() {
+    let m = MachineModel::load("ivybridge-4c").unwrap();
+    let (_d, t) = trace(&params(Workload::Stencil, 4, 256 << 10, 2));
+    let q = parallel(&t, &m, DEFAULT_SLACK, 2).quanta.unwrap();
+    assert!(q.total > 100, "{q:?}");
+    assert!(q.lockstep * 10 < q.total, "{q:?}");
 }
 
 #[test]
@@ -308,17 +324,122 @@ fn recorded_traces_are_deterministic_across_host_threads() {
 }
 
 #[test]
-fn recorded_jacobi_equals_exact() {
-    // Threads of the naive Jacobi share lines only across barriers.
+fn recorded_traces_equal_exact() {
+    // Naive Jacobi shares lines only across barriers; false_sharing's threads fight over
+    // every line within one time unit (instructions: many accesses share a time).
     let m = MachineModel::load("ivybridge-4c").unwrap();
-    let t = recorded("jacobi_naive.cstrace");
-    let e = exact(&t, &m);
-    assert!(e.levels[0].counters.misses.total() > 1000);
-    for slack in [1, DEFAULT_SLACK] {
-        assert_eq!(
-            counters_json(&e),
-            counters_json(&parallel(&t, &m, slack, 2)),
-            "slack {slack}"
-        );
+    for name in ["jacobi_naive.cstrace", "false_sharing.cstrace"] {
+        let t = recorded(name);
+        let e = exact(&t, &m);
+        assert!(e.levels[0].counters.misses.total() > 1000, "{name}");
+        for slack in [1, 100, DEFAULT_SLACK, 100_000] {
+            assert_eq!(
+                counters_json(&e),
+                counters_json(&parallel(&t, &m, slack, 2)),
+                "{name} slack {slack}"
+            );
+        }
+    }
+}
+
+/// Hierarchies with private levels of any inclusion, non-inclusive and inclusive shared
+/// levels, LRU, PLRU and random replacement.
+const RANDOM_HIERARCHIES: [&str; 3] = [
+    r#"
+[[levels]]
+name = "L1"
+size = 512
+assoc = 2
+[[levels]]
+name = "L2"
+size = 2048
+assoc = 4
+shared = true
+"#,
+    r#"
+[[levels]]
+name = "L1"
+size = 256
+assoc = 2
+replacement = "plru"
+[[levels]]
+name = "L2"
+size = 1024
+assoc = 4
+inclusion = "inclusive"
+[[levels]]
+name = "L3"
+size = 4096
+assoc = 4
+shared = true
+replacement = "random"
+"#,
+    r#"
+[[levels]]
+name = "L1"
+size = 256
+assoc = 2
+[[levels]]
+name = "L2"
+size = 1024
+assoc = 2
+shared = true
+inclusion = "inclusive"
+[[levels]]
+name = "L3"
+size = 4096
+assoc = 4
+shared = true
+inclusion = "inclusive"
+replacement = "fifo"
+"#,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Random accesses of up to 4 threads on 2–3 cores (several threads per core included),
+    /// many at the same time: the parallel engine's report is the exact engine's at any slack
+    /// and host thread count.
+    #[test]
+    fn random_traces_equal_exact(
+        h in 0usize..3,
+        mesi in any::<bool>(),
+        cores in 2u32..4,
+        threads in 2u32..5,
+        slack in prop::sample::select(vec![1u64, 2, 5, 50, u64::MAX]),
+        host in 1usize..4,
+        ops in prop::collection::vec(
+            (0u32..4, 0u64..3,
+             prop::sample::select(vec![AccessKind::Load, AccessKind::Store, AccessKind::AtomicRmw, AccessKind::Modify]),
+             0u64..4096, prop::sample::select(vec![1u32, 4, 8, 16, 100])),
+            1..400),
+    ) {
+        let m = common::model(RANDOM_HIERARCHIES[h], cores, if mesi { "mesi" } else { "msi" });
+        let mut time = 0;
+        let mut events: Vec<TimedEvent> = ops
+            .into_iter()
+            .map(|(thread, dt, kind, addr, size)| {
+                time += dt;
+                TimedEvent {
+                    time,
+                    thread: thread % threads,
+                    event: Event::Access(common::acc(kind, 0x10000 + addr, size)),
+                }
+            })
+            .collect();
+        // The global order: by time, then thread (stable: each thread keeps its own order).
+        events.sort_by_key(|e| (e.time, e.thread));
+        let placement: BTreeMap<u32, u32> = (0..threads).map(|t| (t, t % cores)).collect();
+        let mut e = ExactEngine::new(&m, &placement, TimeUnit::Events);
+        for ev in &events {
+            e.process(ev);
+        }
+        let cfg = ParallelConfig { slack, threads: host };
+        let mut p = ParallelEngine::new(&m, &placement, TimeUnit::Events, cfg).unwrap();
+        p.run_slice(&events);
+        let mut diff = Vec::new();
+        json_diff(&counters_json(&e.report()), &counters_json(&p.report()), "", &mut diff);
+        prop_assert!(diff.is_empty(), "exact vs parallel: {:?}", diff);
     }
 }

@@ -121,7 +121,12 @@ pub fn render(trace: &str, r: &SimReport) -> String {
     let _ = writeln!(o, "machine  {}", r.machine);
     match r.slack {
         Some(slack) => {
-            let _ = writeln!(o, "engine   {} (slack {slack})\n", r.engine);
+            let q = r.quanta.unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "engine   {} (slack {slack}; {} quanta, {} in lockstep)\n",
+                r.engine, q.total, q.lockstep
+            );
         }
         None => {
             let _ = writeln!(o, "engine   {}\n", r.engine);

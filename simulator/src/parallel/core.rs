@@ -21,7 +21,9 @@ use crate::counters::{LevelCounters, MissClass, PathBytes, ThreadCounters};
 use crate::model::Inclusion;
 use crate::shadow::NO_TAG;
 
-use super::{Geometry, ThreadTable, Unit};
+use super::footprint::Footprint;
+use super::weave::Weave;
+use super::{Geometry, Unit};
 
 /// What a core needs from the weave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,10 +48,12 @@ pub(crate) enum Req {
     Writeback { line: u64 },
 }
 
-/// A request and the time of the event that caused it.
+/// A request and the time and thread of the event that caused it: the weave's order key
+/// (the trace's global order is by time, then thread).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stamped {
     pub time: u64,
+    pub thread: ThreadId,
     pub req: Req,
 }
 
@@ -79,8 +83,15 @@ pub(crate) struct CoreSim {
     /// Lines this core sent a request for in this quantum: their bytes may have become tracked
     /// by the weave, so later writes to them are sent too.
     hot: FxHashSet<u64>,
-    /// Time of the event being simulated.
-    now: u64,
+    /// Time and thread of the event being simulated.
+    now: (u64, ThreadId),
+    /// In a lockstep quantum: private fills after a miss are the weave's (see
+    /// [`Self::begin_lockstep`]).
+    defer_fills: bool,
+    /// This core's part of the quantum being simulated.
+    pub foot: Footprint,
+    /// A line of `foot` interacts with another core through the directory.
+    pub dir_conflict: bool,
 }
 
 impl CoreSim {
@@ -102,7 +113,10 @@ impl CoreSim {
             unsimulated_fetches: 0,
             reqs: Vec::new(),
             hot: FxHashSet::default(),
-            now: 0,
+            now: (0, 0),
+            defer_fills: false,
+            foot: Footprint::default(),
+            dir_conflict: false,
         }
     }
 
@@ -112,33 +126,72 @@ impl CoreSim {
         self.threads.push(t);
     }
 
-    /// The bound phase: simulates this core's events among `events` (one quantum, in global
-    /// order). `tracked` holds the lines whose written bytes the weave records (read only
+    /// Adds event `e` (index `i` of the quantum) to this core's footprint.
+    #[inline]
+    pub fn scan_event(&mut self, i: usize, e: &TimedEvent) {
+        self.foot.add(i, e, &self.geo);
+    }
+
+    /// Whether a line of this core's footprint (complete) interacts with another core
+    /// through the directory `weave` (see [`Weave::interferes`]); kept in `dir_conflict`.
+    pub fn check_directory(&mut self, weave: &Weave) {
+        self.dir_conflict = self
+            .foot
+            .lines
+            .iter()
+            .any(|(&line, &write)| weave.interferes(line, self.core, write));
+    }
+
+    /// The bound phase: simulates this core's events among `events` (the quantum last
+    /// scanned). `tracked` holds the lines whose written bytes the weave records (read only
     /// while the workers run).
-    pub fn bound(
-        &mut self,
-        events: &[TimedEvent],
-        table: &ThreadTable,
-        tracked: &FxHashMap<u64, Box<[u64]>>,
-    ) {
+    pub fn bound(&mut self, events: &[TimedEvent], tracked: &FxHashMap<u64, Box<[u64]>>) {
         self.hot.clear();
-        for e in events {
-            if table.core(e.thread) == Some(self.core) {
-                self.process(e, tracked);
-            }
+        let mine = std::mem::take(&mut self.foot.events);
+        for &i in &mine {
+            self.process(&events[i as usize], tracked);
         }
+        self.foot.events = mine;
+    }
+
+    /// Starts a quantum simulated in lockstep with the weave: the weave applies the requests
+    /// of each line access before the next one, and fills the private levels after a miss
+    /// itself (after the shared levels, whose evictions may back-invalidate private copies),
+    /// so this core sees the others' actions in the exact engine's order.
+    pub fn begin_lockstep(&mut self) {
+        self.hot.clear();
+        self.defer_fills = true;
+    }
+
+    /// Ends a lockstep quantum.
+    pub fn end_lockstep(&mut self) {
+        self.defer_fills = false;
+    }
+
+    /// Whether private fills after a miss are left to the weave (lockstep).
+    pub fn defers_fills(&self) -> bool {
+        self.defer_fills
     }
 
     fn process(&mut self, e: &TimedEvent, tracked: &FxHashMap<u64, Box<[u64]>>) {
+        if let Some(a) = self.begin(e) {
+            let (shift, ls) = (self.geo.shift, self.geo.line_size);
+            for_each_line(&a, shift, ls, |line, off, len| {
+                self.access_line(line, off, len, a.kind, tracked)
+            });
+        }
+    }
+
+    /// Counts event `e` of this core's threads; returns the access whose lines are to be
+    /// simulated, if it is one.
+    pub fn begin(&mut self, e: &TimedEvent) -> Option<Access> {
         let slot = match self.last_thread {
             Some((t, i)) if t == e.thread => i,
-            _ => match self.slot_of.get(&e.thread) {
-                Some(&i) => {
-                    self.last_thread = Some((e.thread, i));
-                    i
-                }
-                None => return,
-            },
+            _ => {
+                let i = *self.slot_of.get(&e.thread)?;
+                self.last_thread = Some((e.thread, i));
+                i
+            }
         };
         let cost = self.geo.access_cost;
         let t = &mut self.threads[slot];
@@ -148,62 +201,43 @@ impl CoreSim {
                 t.accesses += 1;
                 t.time_units = t.time_units.saturating_add(cost);
                 t.end_time = t.end_time.max(end.saturating_add(cost));
-                self.now = e.time;
-                self.access(&a, tracked);
+                self.now = (e.time, e.thread);
+                if a.kind == AccessKind::Fetch {
+                    self.unsimulated_fetches += 1;
+                    return None;
+                }
+                let size = a.size.max(1) as u64;
+                if a.kind.reads() {
+                    self.paths[0].read += size;
+                }
+                if a.kind.writes() {
+                    self.paths[0].write += size;
+                }
+                Some(a)
             }
             Event::Advance { units, flops } => {
                 t.time_units = t.time_units.saturating_add(units);
                 t.flops = t.flops.saturating_add(flops);
                 t.end_time = t.end_time.max(end.saturating_add(units));
+                None
             }
-            _ => t.end_time = t.end_time.max(end),
-        }
-    }
-
-    fn access(&mut self, a: &Access, tracked: &FxHashMap<u64, Box<[u64]>>) {
-        if a.kind == AccessKind::Fetch {
-            self.unsimulated_fetches += 1;
-            return;
-        }
-        let size = a.size.max(1) as u64;
-        if a.kind.reads() {
-            self.paths[0].read += size;
-        }
-        if a.kind.writes() {
-            self.paths[0].write += size;
-        }
-        let shift = self.geo.shift;
-        let ls = self.geo.line_size;
-        let first = a.addr >> shift;
-        if (a.addr & (ls - 1)) + size <= ls {
-            let off = (a.addr & (ls - 1)) as usize;
-            self.access_line(first, off, size as usize, a.kind, tracked);
-            return;
-        }
-        let end = (a.addr as u128 + size as u128).min(1u128 << 64);
-        let last = ((end - 1) >> shift) as u64;
-        for line in first..=last {
-            let line_start = (line as u128) << shift;
-            let from = line_start.max(a.addr as u128);
-            let to = (line_start + ls as u128).min(end);
-            self.access_line(
-                line,
-                (from - line_start) as usize,
-                (to - from) as usize,
-                a.kind,
-                tracked,
-            );
+            _ => {
+                t.end_time = t.end_time.max(end);
+                None
+            }
         }
     }
 
     fn push(&mut self, req: Req) {
         self.reqs.push(Stamped {
-            time: self.now,
+            time: self.now.0,
+            thread: self.now.1,
             req,
         });
     }
 
-    fn access_line(
+    /// Simulates the part of an access that falls into `line` (bytes `off..off + len`).
+    pub fn access_line(
         &mut self,
         line: u64,
         off: usize,
@@ -276,6 +310,18 @@ impl CoreSim {
                     off: off as u16,
                     len: len as u16,
                 });
+            } else if write && (tracked.contains_key(&line) || self.hot.contains(&line)) {
+                // As for a write hit in L1: the weave records the bytes written.
+                self.push(Req::Write {
+                    line,
+                    off: off as u16,
+                    len: len as u16,
+                });
+            }
+            // The line crosses every boundary between level i and L1.
+            let ls = self.geo.line_size;
+            for j in 1..=i {
+                self.paths[j].read += ls;
             }
             let state = if write || owned { OWNED } else { 0 };
             for j in (0..i).rev() {
@@ -300,6 +346,14 @@ impl CoreSim {
             kind,
             lost,
         });
+        if !self.defer_fills {
+            self.fill_missed(line, write);
+        }
+    }
+
+    /// Fills every private level with `line` after a miss (owned for a write; MESI's E is
+    /// granted by the weave).
+    pub fn fill_missed(&mut self, line: u64, write: bool) {
         let state = if write { OWNED } else { 0 };
         for j in (0..self.geo.p).rev() {
             self.fill(j, line, state);
@@ -452,6 +506,26 @@ impl CoreSim {
             let c = &self.units[i].cache;
             c.find(line).is_some_and(|s| c.state(s) & DIRTY != 0)
         })
+    }
+}
+
+/// Calls `f(line, offset, length)` for each line an access touches, in address order (an
+/// access running past the top of the address space ends there).
+#[inline]
+pub(crate) fn for_each_line(a: &Access, shift: u32, ls: u64, mut f: impl FnMut(u64, usize, usize)) {
+    let size = a.size.max(1) as u64;
+    let first = a.addr >> shift;
+    if (a.addr & (ls - 1)) + size <= ls {
+        f(first, (a.addr & (ls - 1)) as usize, size as usize);
+        return;
+    }
+    let end = (a.addr as u128 + size as u128).min(1u128 << 64);
+    let last = ((end - 1) >> shift) as u64;
+    for line in first..=last {
+        let line_start = (line as u128) << shift;
+        let from = line_start.max(a.addr as u128);
+        let to = (line_start + ls as u128).min(end);
+        f(line, (from - line_start) as usize, (to - from) as usize);
     }
 }
 

@@ -1,31 +1,46 @@
-//! The parallel engine: deterministic bound-weave with one worker per simulated core.
+//! The parallel engine: deterministic bound-weave with one worker per simulated core, and
+//! the exact engine's results at every slack.
 //!
 //! Time is cut into quanta of `slack` time units (aligned to multiples of `slack`). For each
 //! quantum:
 //!
-//! 1. **bound**: every core's worker simulates that core's events of the quantum through its
+//! 1. **scan**: every core's worker finds the core's events of the quantum and the lines they
+//!    touch, and checks those lines against the directory (`footprint.rs`). The driver then
+//!    decides whether the cores may run the quantum apart (below).
+//! 2. **bound**: every core's worker simulates that core's events of the quantum through its
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
-//!    levels becomes a request stamped with the event's time. Workers run in parallel, each
-//!    owning its core; with fewer host threads than cores, host thread `h` runs cores
-//!    `h, h + K, h + 2K, ...` in turn.
-//! 2. **weave**: one thread applies all requests to the directory and the shared levels in
-//!    (time, core) order (`weave.rs`); invalidations, downgrades and back-invalidations it
-//!    causes reach the other cores' private caches before the next quantum.
+//!    levels becomes a request stamped with the event's time and thread. Workers run in
+//!    parallel, each owning its core; with fewer host threads than cores, host thread `h`
+//!    runs cores `h, h + K, h + 2K, ...` in turn.
+//! 3. **weave**: one thread applies all requests to the directory and the shared levels in
+//!    the global (time, thread) order (`weave.rs`); invalidations, downgrades and E grants
+//!    reach the other cores' private caches before the next quantum.
 //!
-//! Nothing depends on the host: each core's bound phase is a function of its own state and
-//! events, and the weave order is fixed, so any `threads` gives byte-identical reports.
+//! **Interacting quanta run in lockstep.** A bound phase cannot see other cores' actions of
+//! the same quantum: a core would hit on a line another core invalidated earlier in the
+//! quantum, evict a dirty line another core had already downgraded, or fill a set before a
+//! remote invalidation frees a way in it. So a quantum runs apart only when no line couples
+//! its cores: no line written by one core is accessed by another in the quantum, none is
+//! written while another core holds a copy, and none is accessed while another core owns it
+//! (E or M). Otherwise it runs in *lockstep*: one thread takes the events in the global
+//! order, line by line, and the weave applies each line's requests (and then fills the
+//! private levels) before the next one — the exact engine's order. An inclusive *shared*
+//! level couples cores too: its evictions back-invalidate private copies, possibly of lines a
+//! bound phase already used. A quantum also runs in lockstep when it touches more lines
+//! absent from such a level than some set of it has free ways (once such a level is full,
+//! most quanta with misses run in lockstep: exact, but hardly parallel).
 //!
-//! The deviation from the exact engine comes from the bound phase not seeing other cores'
-//! actions of the same quantum: a core may hit on a line another core invalidated earlier in
-//! the quantum, fill a set before a remote invalidation frees a way in it, or ask for MESI's
-//! E one quantum late. With `slack = 1` a quantum is one time unit, and the engines agree
-//! unless two cores touch the same line, or one core's fill meets another's invalidation or
-//! back-invalidation in the same set, within one time unit.
+//! Hence the results equal the exact engine's at every slack (`tests/parallel.rs` checks
+//! this on random traces); the slack only sets how much work a quantum holds, against how
+//! often one runs in lockstep. Nothing depends on the host: the scan, the decision, each
+//! core's bound phase and the weave order are functions of the trace and the model, so any
+//! `threads` gives byte-identical reports.
 //!
 //! Supported models: at least one private level, write-back levels, no exclusive (victim)
 //! levels; others are refused with [`ParallelError::Unsupported`].
 
 mod core;
+mod footprint;
 mod weave;
 
 use std::collections::BTreeMap;
@@ -38,12 +53,13 @@ use cachescope_schema::{ThreadId, TimeUnit, TimedEvent};
 
 use crate::cache::Cache;
 use crate::counters::{
-    CoreCounters, LevelCounters, PathBytes, PathCounters, SimReport, ThreadCounters, REPORT_SCHEMA,
+    CoreCounters, LevelCounters, PathBytes, PathCounters, QuantumCounts, SimReport, ThreadCounters,
+    REPORT_SCHEMA,
 };
 use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
 use crate::shadow::Classifier;
 
-use self::core::CoreSim;
+use self::core::{for_each_line, CoreSim};
 use self::weave::Weave;
 
 /// The default quantum, in time units (chosen from the sweep in `docs/parallel-engine.md`).
@@ -94,6 +110,8 @@ pub(crate) struct Geometry {
     paths: usize,
     access_cost: u64,
     inclusion: Vec<Inclusion>,
+    /// Some shared level is inclusive (its evictions back-invalidate private copies).
+    inclusive_shared: bool,
 }
 
 /// Thread → core, looked up by every worker for every event of a quantum (each worker scans
@@ -195,6 +213,8 @@ pub struct ParallelEngine {
     weave: RwLock<Weave>,
     table: ThreadTable,
     time_unit: TimeUnit,
+    /// Quanta simulated so far, and how many of them ran in lockstep.
+    quanta: QuantumCounts,
 }
 
 impl ParallelEngine {
@@ -250,6 +270,9 @@ impl ParallelEngine {
             paths: path_names.len(),
             access_cost: unit.access_cost(),
             inclusion: m.levels.iter().map(|l| l.inclusion).collect(),
+            inclusive_shared: m.levels[p..]
+                .iter()
+                .any(|l| l.inclusion == Inclusion::Inclusive),
         };
         // The same seeds as the exact engine's, so random replacement agrees.
         let seed = |i: usize, c: usize| m.seed ^ ((i as u64) << 32) ^ c as u64;
@@ -302,6 +325,7 @@ impl ParallelEngine {
             cfg,
             table: ThreadTable::new(&core_of),
             time_unit: unit,
+            quanta: QuantumCounts::default(),
             model: m,
         })
     }
@@ -351,11 +375,14 @@ impl ParallelEngine {
         let k = self.cfg.threads.min(self.cores.len()).max(1);
         let barrier = SpinBarrier::new(k);
         let done = AtomicBool::new(false);
+        // What the workers do after the next barrier: scan or bound.
+        let bound = AtomicBool::new(false);
         let range = (AtomicUsize::new(0), AtomicUsize::new(0));
         let this = &*self;
+        let mut counts = QuantumCounts::default();
         std::thread::scope(|s| {
             for h in 1..k {
-                let (barrier, done, range) = (&barrier, &done, &range);
+                let (barrier, done, bound, range) = (&barrier, &done, &bound, &range);
                 s.spawn(move || loop {
                     barrier.wait();
                     if done.load(Ordering::Acquire) {
@@ -365,26 +392,38 @@ impl ParallelEngine {
                         range.0.load(Ordering::Acquire),
                         range.1.load(Ordering::Acquire),
                     );
-                    this.bound_share(h, k, &events[lo..hi]);
+                    this.share(h, k, &events[lo..hi], bound.load(Ordering::Acquire));
                     barrier.wait();
                 });
             }
+            // Runs one phase on every host thread (this one included).
+            let phase = |lo: usize, hi: usize, bounding: bool| {
+                range.0.store(lo, Ordering::Release);
+                range.1.store(hi, Ordering::Release);
+                bound.store(bounding, Ordering::Release);
+                if k > 1 {
+                    barrier.wait();
+                }
+                this.share(0, k, &events[lo..hi], bounding);
+                if k > 1 {
+                    barrier.wait();
+                }
+            };
             let slack = this.cfg.slack;
             let mut lo = 0;
             while lo < events.len() {
                 // Events come in time order: the quantum ends at the first event of the next.
                 let q = events[lo].time / slack;
                 let hi = lo + events[lo..].partition_point(|e| e.time / slack == q);
-                range.0.store(lo, Ordering::Release);
-                range.1.store(hi, Ordering::Release);
-                if k > 1 {
-                    barrier.wait();
+                counts.total += 1;
+                phase(lo, hi, false);
+                if this.interferes() {
+                    counts.lockstep += 1;
+                    this.lockstep(&events[lo..hi]);
+                } else {
+                    phase(lo, hi, true);
+                    this.weave();
                 }
-                this.bound_share(0, k, &events[lo..hi]);
-                if k > 1 {
-                    barrier.wait();
-                }
-                this.weave();
                 lo = hi;
             }
             done.store(true, Ordering::Release);
@@ -392,13 +431,100 @@ impl ParallelEngine {
                 barrier.wait();
             }
         });
+        self.quanta.total += counts.total;
+        self.quanta.lockstep += counts.lockstep;
     }
 
-    /// The bound phase of host thread `h` of `k`: cores `h, h + k, ...`.
-    fn bound_share(&self, h: usize, k: usize, events: &[TimedEvent]) {
+    /// Whether the cores interact through a line in the quantum just scanned (see the module
+    /// docs): then it must run in lockstep. Serial, but only over the lines each core writes.
+    fn interferes(&self) -> bool {
+        let guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        if guards.iter().any(|g| g.dir_conflict) {
+            return true;
+        }
+        let shared_write = guards.iter().enumerate().any(|(c, g)| {
+            g.foot.lines.iter().any(|(line, &write)| {
+                write
+                    && guards
+                        .iter()
+                        .enumerate()
+                        .any(|(o, h)| o != c && h.foot.lines.contains_key(line))
+            })
+        });
+        if shared_write {
+            return true;
+        }
+        if !self.geo.inclusive_shared {
+            return false;
+        }
+        // Each line once, in the first core that touches it.
+        let lines = guards.iter().enumerate().flat_map(|(c, g)| {
+            let earlier = &guards[..c];
+            g.foot
+                .lines
+                .keys()
+                .copied()
+                .filter(move |l| !earlier.iter().any(|e| e.foot.lines.contains_key(l)))
+        });
         let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
-        for c in (h..self.cores.len()).step_by(k) {
-            lock(&self.cores[c]).bound(events, &self.table, &weave.written);
+        weave.may_back_invalidate(lines)
+    }
+
+    /// Simulates one quantum in the global order, weaving each event's requests before the
+    /// next event: the exact engine's order, on one thread.
+    fn lockstep(&self, events: &[TimedEvent]) {
+        let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
+        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        let mut cores: Vec<&mut CoreSim> = guards.iter_mut().map(|g| &mut **g).collect();
+        for c in &mut cores {
+            c.begin_lockstep();
+        }
+        let (shift, ls) = (self.geo.shift, self.geo.line_size);
+        for e in events {
+            let Some(c) = self.table.core(e.thread) else {
+                continue;
+            };
+            let Some(a) = cores[c].begin(e) else {
+                continue;
+            };
+            // Line by line: the second line of a straddling access sees the first one filled.
+            for_each_line(&a, shift, ls, |line, off, len| {
+                cores[c].access_line(line, off, len, a.kind, &weave.written);
+                if !cores[c].reqs.is_empty() {
+                    weave.run_core(&mut cores, c);
+                }
+            });
+        }
+        for c in &mut cores {
+            c.end_lockstep();
+        }
+    }
+
+    /// Host thread `h` of `k`'s share of a phase, for cores `h, h + k, ...`: the scan of the
+    /// quantum, or its bound phase.
+    fn share(&self, h: usize, k: usize, events: &[TimedEvent], bound: bool) {
+        let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
+        let mut mine: Vec<MutexGuard<'_, CoreSim>> = (h..self.cores.len())
+            .step_by(k)
+            .map(|c| lock(&self.cores[c]))
+            .collect();
+        if bound {
+            for core in &mut mine {
+                core.bound(events, &weave.written);
+            }
+            return;
+        }
+        // One pass over the quantum for all of this host thread's cores.
+        for core in &mut mine {
+            core.foot.clear();
+        }
+        for (i, e) in events.iter().enumerate() {
+            if let Some(c) = self.table.core(e.thread).filter(|c| c % k == h) {
+                mine[c / k].scan_event(i, e);
+            }
+        }
+        for core in &mut mine {
+            core.check_directory(&weave);
         }
     }
 
@@ -463,6 +589,7 @@ impl ParallelEngine {
             threads,
             unsimulated_fetches: guards.iter().map(|g| g.unsimulated_fetches).sum(),
             slack: Some(self.cfg.slack),
+            quanta: Some(self.quanta),
             cachegrind: None,
         };
         r.sum_levels();

@@ -1,5 +1,5 @@
 //! The weave phase of the parallel engine: the shared levels, the coherence directory and the
-//! per-byte write record, applied to the quantum's requests in (time, core) order.
+//! per-byte write record, applied to the quantum's requests in the global (time, thread) order.
 //!
 //! The directory is the authority on sharers and ownership: it changes only here, in the same
 //! order as in the exact engine, so the cross-core decisions (invalidate whom, who supplies a
@@ -74,7 +74,8 @@ impl Weave {
         }
     }
 
-    /// Applies the quantum's requests of all cores in (time, core) order.
+    /// Applies the quantum's requests of all cores in (time, thread) order: the order of the
+    /// events that caused them, as in the exact engine (several threads may share a core).
     pub fn run(&mut self, cores: &mut [&mut CoreSim]) {
         let n = cores.len();
         self.lists.resize_with(n, Vec::new);
@@ -84,18 +85,18 @@ impl Weave {
         let lists = std::mem::take(&mut self.lists);
         let mut pos = vec![0usize; n];
         loop {
-            // The lowest (time, core) head; each list is in time order already.
-            let mut best: Option<(u64, usize)> = None;
+            // The lowest (time, thread) head; each list is in that order already.
+            let mut best: Option<((u64, u32), usize)> = None;
             for (c, l) in lists.iter().enumerate() {
                 if let Some(s) = l.get(pos[c]) {
-                    if best.is_none_or(|(t, _)| s.time < t) {
-                        best = Some((s.time, c));
+                    if best.is_none_or(|(k, _)| (s.time, s.thread) < k) {
+                        best = Some(((s.time, s.thread), c));
                     }
                 }
             }
-            let Some((time, c)) = best else { break };
-            // The same core's requests at the same time come next anyway.
-            while let Some(s) = lists[c].get(pos[c]).filter(|s| s.time == time) {
+            let Some((key, c)) = best else { break };
+            // The same event's (and thread's, at that time) requests come next anyway.
+            while let Some(s) = lists[c].get(pos[c]).filter(|s| (s.time, s.thread) == key) {
                 pos[c] += 1;
                 self.apply(cores, c, s.req);
             }
@@ -104,6 +105,62 @@ impl Weave {
         for l in &mut self.lists {
             l.clear();
         }
+    }
+
+    /// Applies core `c`'s pending requests at once (a lockstep quantum: one event at a time,
+    /// in the global order).
+    pub fn run_core(&mut self, cores: &mut [&mut CoreSim], c: usize) {
+        // Applying a miss may fill the core's private levels, whose victims add requests.
+        while !cores[c].reqs.is_empty() {
+            let mut reqs = std::mem::take(&mut cores[c].reqs);
+            for s in &reqs {
+                self.apply(cores, c, s.req);
+            }
+            reqs.clear();
+            if cores[c].reqs.is_empty() {
+                cores[c].reqs = reqs;
+            }
+        }
+    }
+
+    /// Whether core `core`, accessing `line` in a quantum (and writing it if `write`),
+    /// interacts with another core through the directory as it was before the quantum: a
+    /// write while another core holds a copy (it will be invalidated), or an access while
+    /// another core owns the line (it will be downgraded, its dirty data moved). Accesses to
+    /// one line by several cores in the quantum, one of them writing, are checked by the
+    /// driver.
+    pub fn interferes(&self, line: u64, core: usize, write: bool) -> bool {
+        let Some(d) = self.dir.get(&line) else {
+            return false;
+        };
+        let me = 1u64 << core;
+        (write && d.sharers & !me != 0) || (d.owner != NO_OWNER && d.owner as usize != core)
+    }
+
+    /// Whether the fills of a quantum touching `lines` might make an inclusive shared level
+    /// evict a line, and so back-invalidate private copies the bound phase already used: some
+    /// set of that level has fewer free ways than the touched lines it lacks (only an absent
+    /// line is filled there; a cache-to-cache transfer fills no shared level).
+    pub fn may_back_invalidate(&self, lines: impl Iterator<Item = u64> + Clone) -> bool {
+        let p = self.geo.p;
+        let mut absent: FxHashMap<u64, usize> = FxHashMap::default();
+        for (k, u) in self.units.iter().enumerate() {
+            if self.geo.inclusion[p + k] != Inclusion::Inclusive {
+                continue;
+            }
+            absent.clear();
+            for line in lines.clone() {
+                if u.cache.contains(line) {
+                    continue;
+                }
+                let n = absent.entry(u.cache.set_index(line)).or_insert(0);
+                *n += 1;
+                if *n > u.cache.free_ways(line) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     fn apply(&mut self, cores: &mut [&mut CoreSim], c: usize, req: Req) {
@@ -249,7 +306,11 @@ impl Weave {
         for i in (p..from).rev() {
             self.fill(cores, c, i, line);
         }
-        // The core filled its private levels in the bound phase.
+        // The core filled its private levels in the bound phase, unless in lockstep: then it
+        // does so now, after the shared levels, as in the exact engine.
+        if cores[c].defers_fills() {
+            cores[c].fill_missed(line, write);
+        }
         let others_share = self.mesi && self.dir.get(&line).is_some_and(|d| d.sharers & !me != 0);
         let owned_now = write || (self.mesi && !others_share);
         let e = self.dir.entry(line).or_default();

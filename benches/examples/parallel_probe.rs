@@ -1,0 +1,73 @@
+//! Quick parallel-engine probe (the criterion bench `parallel_engine` is the reference): the
+//! 4-core stencil in memory, best of REPS (default 5) runs with 1 and 2 host threads and the
+//! exact engine, at SLACK (default: the engine's default).
+//!
+//! Run: `cargo run --release -p cachescope-benches --example parallel_probe`.
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use cachescope_schema::synth::{generate_file, GenParams, Workload};
+use cachescope_schema::TraceFile;
+use cachescope_sim::parallel::DEFAULT_SLACK;
+use cachescope_sim::{ExactEngine, MachineModel, ParallelConfig, ParallelEngine};
+
+fn main() {
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let reps = env("REPS", 5);
+    let slack = env("SLACK", DEFAULT_SLACK);
+    let model = MachineModel::load("ivybridge-4c").expect("preset");
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("t.cstrace");
+    let mut p = GenParams::new(Workload::Stencil);
+    p.threads = 4;
+    p.size = 4 << 20;
+    p.iterations = 2;
+    generate_file(&p, &path).expect("gen");
+    let t = TraceFile::open(&path).expect("open");
+    let unit = t.header().time_unit;
+    let (events, acc) = cachescope_benches::merged_in_memory(&t);
+    let placement: BTreeMap<u32, u32> = (0..4).map(|t| (t, t)).collect();
+    let time = |f: &mut dyn FnMut()| {
+        (0..reps)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                s.elapsed().as_secs_f64()
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let exact = time(&mut || {
+        let mut e = ExactEngine::new(&model, &placement, unit);
+        for ev in &events {
+            e.process(ev);
+        }
+        std::hint::black_box(e.report());
+    });
+    println!(
+        "exact: {exact:.3} s, {:.2} M acc/s",
+        acc as f64 / exact / 1e6
+    );
+    let mut one = 0.0;
+    for threads in [1usize, 2] {
+        let cfg = ParallelConfig { slack, threads };
+        let mut quanta = None;
+        let s = time(&mut || {
+            let mut e = ParallelEngine::new(&model, &placement, unit, cfg).expect("model");
+            e.run_slice(&events);
+            quanta = e.report().quanta;
+        });
+        if threads == 1 {
+            one = s;
+        }
+        println!(
+            "parallel slack {slack} threads {threads}: {s:.3} s, {:.2} M acc/s, speedup over 1 thread {:.2}, {quanta:?}",
+            acc as f64 / s / 1e6,
+            one / s
+        );
+    }
+}

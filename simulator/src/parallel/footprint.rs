@@ -1,0 +1,147 @@
+//! What one core does in a quantum, found by its worker before the quantum runs: which of the
+//! quantum's events are its own, and which lines they touch (see the module docs of
+//! `parallel` for how the driver decides from these whether the cores may run apart).
+
+use rustc_hash::FxHashMap;
+
+use cachescope_schema::{AccessKind, Event, TimedEvent};
+
+use super::core::for_each_line;
+use super::Geometry;
+#[cfg(test)]
+use super::ThreadTable;
+
+/// Entries of the filter of recently recorded lines.
+const FILTER: usize = 64;
+
+/// One core's footprint in a quantum.
+pub(crate) struct Footprint {
+    /// Indices (into the quantum's events) of the core's events, in order.
+    pub events: Vec<u32>,
+    /// Lines the core's accesses touch → whether the core writes them.
+    pub lines: FxHashMap<u64, bool>,
+    /// A direct-mapped filter of lines already recorded (line + 1, 0 when empty; and whether
+    /// a write was recorded): a core's accesses mostly revisit a few lines, and the filter
+    /// spares their hash lookups.
+    recent: [(u64, bool); FILTER],
+}
+
+impl Default for Footprint {
+    fn default() -> Self {
+        Footprint {
+            events: Vec::new(),
+            lines: FxHashMap::default(),
+            recent: [(0, false); FILTER],
+        }
+    }
+}
+
+impl Footprint {
+    /// Replaces the footprint with that of core `core` in `events` (one quantum).
+    #[cfg(test)]
+    pub fn scan(
+        &mut self,
+        core: usize,
+        events: &[TimedEvent],
+        table: &ThreadTable,
+        geo: &Geometry,
+    ) {
+        self.clear();
+        for (i, e) in events.iter().enumerate() {
+            if table.core(e.thread) == Some(core) {
+                self.add(i, e, geo);
+            }
+        }
+    }
+
+    /// Empties the footprint, for the next quantum.
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.lines.clear();
+        self.recent = [(0, false); FILTER];
+    }
+
+    /// Adds the core's event `e`, at index `i` of the quantum.
+    #[inline]
+    pub fn add(&mut self, i: usize, e: &TimedEvent, geo: &Geometry) {
+        // A quantum holds at most one batch of events, far fewer than 2^32.
+        self.events.push(i as u32);
+        let Event::Access(a) = e.event else { return };
+        if a.kind == AccessKind::Fetch {
+            return;
+        }
+        let write = a.kind.writes();
+        let (lines, recent) = (&mut self.lines, &mut self.recent);
+        for_each_line(&a, geo.shift, geo.line_size, |line, _, _| {
+            // Hashed: arrays a power of two apart must not share a filter entry.
+            let h = (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
+            let slot = &mut recent[h % FILTER];
+            if slot.0 == line.wrapping_add(1) && (slot.1 || !write) {
+                return;
+            }
+            let w = lines.entry(line).or_insert(false);
+            *w |= write;
+            *slot = (line.wrapping_add(1), *w);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cachescope_schema::Access;
+
+    fn geo() -> Geometry {
+        Geometry {
+            p: 1,
+            n: 2,
+            shift: 6,
+            line_size: 64,
+            paths: 4,
+            access_cost: 1,
+            inclusion: Vec::new(),
+            inclusive_shared: false,
+        }
+    }
+
+    fn access(thread: u32, addr: u64, size: u32, kind: AccessKind) -> TimedEvent {
+        TimedEvent {
+            time: 0,
+            thread,
+            event: Event::Access(Access {
+                addr,
+                size,
+                kind,
+                pc: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn events_and_lines_of_one_core() {
+        let mut core_of = FxHashMap::default();
+        core_of.insert(1, 0);
+        core_of.insert(2, 1);
+        core_of.insert(4, 0);
+        let table = ThreadTable::new(&core_of);
+        let events = [
+            access(1, 0, 8, AccessKind::Load),
+            access(2, 64, 8, AccessKind::Store),
+            access(1, 8, 8, AccessKind::Store),
+            access(4, 124, 8, AccessKind::Load), // straddles lines 1 and 2
+            access(4, 130, 8, AccessKind::Fetch),
+            access(3, 0, 8, AccessKind::Store), // not placed: ignored
+        ];
+        let mut f = Footprint::default();
+        f.scan(0, &events, &table, &geo());
+        assert_eq!(f.events, vec![0, 2, 3, 4]);
+        let mut v: Vec<_> = f.lines.iter().map(|(&l, &w)| (l, w)).collect();
+        v.sort_unstable();
+        // Line 0 read then written: the write is not lost to the filter.
+        assert_eq!(v, vec![(0, true), (1, false), (2, false)]);
+        f.scan(1, &events, &table, &geo());
+        assert_eq!(f.events, vec![1]);
+        assert_eq!(f.lines.get(&1), Some(&true));
+        assert_eq!(f.lines.len(), 1);
+    }
+}
