@@ -21,8 +21,6 @@ use crate::counters::{LevelCounters, MissClass, PathBytes, ThreadCounters};
 use crate::model::Inclusion;
 use crate::shadow::NO_TAG;
 
-use super::footprint::Footprint;
-use super::weave::Weave;
 use super::{Geometry, Unit};
 
 /// What a core needs from the weave.
@@ -88,10 +86,6 @@ pub(crate) struct CoreSim {
     /// In a lockstep quantum: private fills after a miss are the weave's (see
     /// [`Self::begin_lockstep`]).
     defer_fills: bool,
-    /// This core's part of the quantum being simulated.
-    pub foot: Footprint,
-    /// A line of `foot` interacts with another core through the directory.
-    pub dir_conflict: bool,
 }
 
 impl CoreSim {
@@ -115,8 +109,6 @@ impl CoreSim {
             hot: FxHashSet::default(),
             now: (0, 0),
             defer_fills: false,
-            foot: Footprint::default(),
-            dir_conflict: false,
         }
     }
 
@@ -126,32 +118,19 @@ impl CoreSim {
         self.threads.push(t);
     }
 
-    /// Adds event `e` (index `i` of the quantum) to this core's footprint.
-    #[inline]
-    pub fn scan_event(&mut self, i: usize, e: &TimedEvent) {
-        self.foot.add(i, e, &self.geo);
-    }
-
-    /// Whether a line of this core's footprint (complete) interacts with another core
-    /// through the directory `weave` (see [`Weave::interferes`]); kept in `dir_conflict`.
-    pub fn check_directory(&mut self, weave: &Weave) {
-        self.dir_conflict = self
-            .foot
-            .lines
-            .iter()
-            .any(|(&line, &write)| weave.interferes(line, self.core, write));
-    }
-
-    /// The bound phase: simulates this core's events among `events` (the quantum last
-    /// scanned). `tracked` holds the lines whose written bytes the weave records (read only
-    /// while the workers run).
-    pub fn bound(&mut self, events: &[TimedEvent], tracked: &FxHashMap<u64, Box<[u64]>>) {
+    /// The bound phase: simulates this core's events `mine` (indices into `events`, one
+    /// quantum in global order). `tracked` holds the lines whose written bytes the weave
+    /// records (read only while the workers run).
+    pub fn bound(
+        &mut self,
+        events: &[TimedEvent],
+        mine: &[u32],
+        tracked: &FxHashMap<u64, Box<[u64]>>,
+    ) {
         self.hot.clear();
-        let mine = std::mem::take(&mut self.foot.events);
-        for &i in &mine {
+        for &i in mine {
             self.process(&events[i as usize], tracked);
         }
-        self.foot.events = mine;
     }
 
     /// Starts a quantum simulated in lockstep with the weave: the weave applies the requests

@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 use cachescope_schema::{AccessKind, Event, TimedEvent};
 
 use super::core::for_each_line;
+use super::weave::Weave;
 use super::Geometry;
 #[cfg(test)]
 use super::ThreadTable;
@@ -20,6 +21,9 @@ pub(crate) struct Footprint {
     pub events: Vec<u32>,
     /// Lines the core's accesses touch → whether the core writes them.
     pub lines: FxHashMap<u64, bool>,
+    /// A line interacts with another core through the directory as it was before the
+    /// quantum (set by [`Self::check_directory`]).
+    pub dir_conflict: bool,
     /// A direct-mapped filter of lines already recorded (line + 1, 0 when empty; and whether
     /// a write was recorded): a core's accesses mostly revisit a few lines, and the filter
     /// spares their hash lookups.
@@ -31,6 +35,7 @@ impl Default for Footprint {
         Footprint {
             events: Vec::new(),
             lines: FxHashMap::default(),
+            dir_conflict: false,
             recent: [(0, false); FILTER],
         }
     }
@@ -58,7 +63,17 @@ impl Footprint {
     pub fn clear(&mut self) {
         self.events.clear();
         self.lines.clear();
+        self.dir_conflict = false;
         self.recent = [(0, false); FILTER];
+    }
+
+    /// Sets `dir_conflict`: whether core `core`'s footprint (complete) interacts with another
+    /// core through the directory of `weave` (see [`Weave::interferes`]).
+    pub fn check_directory(&mut self, core: usize, weave: &Weave) {
+        self.dir_conflict = self
+            .lines
+            .iter()
+            .any(|(&line, &write)| weave.interferes(line, core, write));
     }
 
     /// Adds the core's event `e`, at index `i` of the quantum.

@@ -5,8 +5,9 @@
 //! quantum:
 //!
 //! 1. **scan**: every core's worker finds the core's events of the quantum and the lines they
-//!    touch, and checks those lines against the directory (`footprint.rs`). The driver then
-//!    decides whether the cores may run the quantum apart (below).
+//!    touch (`footprint.rs`) — with two or more host threads, the other host threads do this
+//!    while host thread 0 weaves the previous quantum — and then checks those lines against
+//!    the directory. The driver decides whether the cores may run the quantum apart (below).
 //! 2. **bound**: every core's worker simulates that core's events of the quantum through its
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
 //!    levels becomes a request stamped with the event's time and thread. Workers run in
@@ -44,7 +45,7 @@ mod footprint;
 mod weave;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use rustc_hash::FxHashMap;
@@ -60,7 +61,18 @@ use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
 use crate::shadow::Classifier;
 
 use self::core::{for_each_line, CoreSim};
+use self::footprint::Footprint;
 use self::weave::Weave;
+
+/// Phases of a quantum run by every host thread (see [`ParallelEngine::run_slice`]): find
+/// each core's events and lines.
+const SCAN: u8 = 0;
+/// The same for the next quantum, by host threads 1.. while host thread 0 weaves.
+const SCAN_AHEAD: u8 = 1;
+/// Check each core's lines against the directory.
+const CHECK: u8 = 2;
+/// The bound phase.
+const BOUND: u8 = 3;
 
 /// The default quantum, in time units (chosen from the sweep in `docs/parallel-engine.md`).
 pub const DEFAULT_SLACK: u64 = 1000;
@@ -210,6 +222,8 @@ pub struct ParallelEngine {
     geo: Geometry,
     cfg: ParallelConfig,
     cores: Vec<Mutex<CoreSim>>,
+    /// Per core, its part of the quantum (apart from the core: scanned while it is woven).
+    foots: Vec<Mutex<Footprint>>,
     weave: RwLock<Weave>,
     table: ThreadTable,
     time_unit: TimeUnit,
@@ -320,6 +334,7 @@ impl ParallelEngine {
                 m.coherence == Protocol::Mesi,
                 shared,
             )),
+            foots: (0..ncores).map(|_| Mutex::default()).collect(),
             cores: cores.into_iter().map(Mutex::new).collect(),
             geo,
             cfg,
@@ -375,14 +390,14 @@ impl ParallelEngine {
         let k = self.cfg.threads.min(self.cores.len()).max(1);
         let barrier = SpinBarrier::new(k);
         let done = AtomicBool::new(false);
-        // What the workers do after the next barrier: scan or bound.
-        let bound = AtomicBool::new(false);
+        // What the host threads do between the next two barriers, and on which events.
+        let phase = AtomicU8::new(SCAN);
         let range = (AtomicUsize::new(0), AtomicUsize::new(0));
         let this = &*self;
         let mut counts = QuantumCounts::default();
         std::thread::scope(|s| {
             for h in 1..k {
-                let (barrier, done, bound, range) = (&barrier, &done, &bound, &range);
+                let (barrier, done, phase, range) = (&barrier, &done, &phase, &range);
                 s.spawn(move || loop {
                     barrier.wait();
                     if done.load(Ordering::Acquire) {
@@ -392,37 +407,55 @@ impl ParallelEngine {
                         range.0.load(Ordering::Acquire),
                         range.1.load(Ordering::Acquire),
                     );
-                    this.share(h, k, &events[lo..hi], bound.load(Ordering::Acquire));
+                    this.share(h, k, &events[lo..hi], phase.load(Ordering::Acquire));
                     barrier.wait();
                 });
             }
-            // Runs one phase on every host thread (this one included).
-            let phase = |lo: usize, hi: usize, bounding: bool| {
+            // Runs a phase on every host thread; this one does `own` (its share, or the weave).
+            let run_phase = |p: u8, lo: usize, hi: usize, own: &dyn Fn()| {
                 range.0.store(lo, Ordering::Release);
                 range.1.store(hi, Ordering::Release);
-                bound.store(bounding, Ordering::Release);
+                phase.store(p, Ordering::Release);
                 if k > 1 {
                     barrier.wait();
                 }
-                this.share(0, k, &events[lo..hi], bounding);
+                own();
                 if k > 1 {
                     barrier.wait();
                 }
             };
+            let mine = |p: u8, lo: usize, hi: usize| {
+                run_phase(p, lo, hi, &|| this.share(0, k, &events[lo..hi], p));
+            };
             let slack = this.cfg.slack;
+            // Events come in time order: a quantum ends at the first event of the next.
+            let quantum_end = |lo: usize| {
+                lo + events[lo..].partition_point(|e| e.time / slack == events[lo].time / slack)
+            };
             let mut lo = 0;
+            // Whether the quantum at `lo` was scanned during the previous weave.
+            let mut scanned = false;
             while lo < events.len() {
-                // Events come in time order: the quantum ends at the first event of the next.
-                let q = events[lo].time / slack;
-                let hi = lo + events[lo..].partition_point(|e| e.time / slack == q);
+                let hi = quantum_end(lo);
                 counts.total += 1;
-                phase(lo, hi, false);
+                if !scanned {
+                    mine(SCAN, lo, hi);
+                }
+                mine(CHECK, lo, hi);
                 if this.interferes() {
                     counts.lockstep += 1;
                     this.lockstep(&events[lo..hi]);
+                    scanned = false;
                 } else {
-                    phase(lo, hi, true);
-                    this.weave();
+                    mine(BOUND, lo, hi);
+                    if k > 1 && hi < events.len() {
+                        // The other host threads scan the next quantum while this one weaves.
+                        run_phase(SCAN_AHEAD, hi, quantum_end(hi), &|| this.weave());
+                        scanned = true;
+                    } else {
+                        this.weave();
+                        scanned = false;
+                    }
                 }
                 lo = hi;
             }
@@ -435,20 +468,21 @@ impl ParallelEngine {
         self.quanta.lockstep += counts.lockstep;
     }
 
-    /// Whether the cores interact through a line in the quantum just scanned (see the module
-    /// docs): then it must run in lockstep. Serial, but only over the lines each core writes.
+    /// Whether the cores interact through a line in the quantum just scanned and checked
+    /// (see the module docs): then it must run in lockstep. Serial, but only over the lines
+    /// each core writes.
     fn interferes(&self) -> bool {
-        let guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
-        if guards.iter().any(|g| g.dir_conflict) {
+        let foots: Vec<MutexGuard<'_, Footprint>> = self.foots.iter().map(lock).collect();
+        if foots.iter().any(|f| f.dir_conflict) {
             return true;
         }
-        let shared_write = guards.iter().enumerate().any(|(c, g)| {
-            g.foot.lines.iter().any(|(line, &write)| {
+        let shared_write = foots.iter().enumerate().any(|(c, f)| {
+            f.lines.iter().any(|(line, &write)| {
                 write
-                    && guards
+                    && foots
                         .iter()
                         .enumerate()
-                        .any(|(o, h)| o != c && h.foot.lines.contains_key(line))
+                        .any(|(o, g)| o != c && g.lines.contains_key(line))
             })
         });
         if shared_write {
@@ -458,13 +492,12 @@ impl ParallelEngine {
             return false;
         }
         // Each line once, in the first core that touches it.
-        let lines = guards.iter().enumerate().flat_map(|(c, g)| {
-            let earlier = &guards[..c];
-            g.foot
-                .lines
+        let lines = foots.iter().enumerate().flat_map(|(c, f)| {
+            let earlier = &foots[..c];
+            f.lines
                 .keys()
                 .copied()
-                .filter(move |l| !earlier.iter().any(|e| e.foot.lines.contains_key(l)))
+                .filter(move |l| !earlier.iter().any(|e| e.lines.contains_key(l)))
         });
         let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
         weave.may_back_invalidate(lines)
@@ -500,31 +533,47 @@ impl ParallelEngine {
         }
     }
 
-    /// Host thread `h` of `k`'s share of a phase, for cores `h, h + k, ...`: the scan of the
-    /// quantum, or its bound phase.
-    fn share(&self, h: usize, k: usize, events: &[TimedEvent], bound: bool) {
-        let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
-        let mut mine: Vec<MutexGuard<'_, CoreSim>> = (h..self.cores.len())
-            .step_by(k)
-            .map(|c| lock(&self.cores[c]))
-            .collect();
-        if bound {
-            for core in &mut mine {
-                core.bound(events, &weave.written);
+    /// Host thread `h` of `k`'s share of phase `phase` on `events` (one quantum): for cores
+    /// `h, h + k, ...`, or in [`SCAN_AHEAD`] (while host thread 0 weaves) for cores
+    /// `h - 1, h - 1 + (k - 1), ...`.
+    fn share(&self, h: usize, k: usize, events: &[TimedEvent], phase: u8) {
+        let (first, step) = if phase == SCAN_AHEAD {
+            (h - 1, k - 1)
+        } else {
+            (h, k)
+        };
+        let cores = (first..self.cores.len()).step_by(step);
+        match phase {
+            BOUND => {
+                let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
+                for c in cores {
+                    let foot = lock(&self.foots[c]);
+                    lock(&self.cores[c]).bound(events, &foot.events, &weave.written);
+                }
             }
-            return;
-        }
-        // One pass over the quantum for all of this host thread's cores.
-        for core in &mut mine {
-            core.foot.clear();
-        }
-        for (i, e) in events.iter().enumerate() {
-            if let Some(c) = self.table.core(e.thread).filter(|c| c % k == h) {
-                mine[c / k].scan_event(i, e);
+            CHECK => {
+                let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
+                for c in cores {
+                    lock(&self.foots[c]).check_directory(c, &weave);
+                }
             }
-        }
-        for core in &mut mine {
-            core.check_directory(&weave);
+            _ => {
+                // One pass over the quantum for all of this host thread's cores.
+                let mut mine: Vec<MutexGuard<'_, Footprint>> =
+                    cores.map(|c| lock(&self.foots[c])).collect();
+                for f in &mut mine {
+                    f.clear();
+                }
+                for (i, e) in events.iter().enumerate() {
+                    if let Some(c) = self
+                        .table
+                        .core(e.thread)
+                        .filter(|&c| c >= first && (c - first) % step == 0)
+                    {
+                        mine[(c - first) / step].add(i, e, &self.geo);
+                    }
+                }
+            }
         }
     }
 
