@@ -18,6 +18,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("prime_sieve", &["200000"]),
     ("spmv_dynamic", &["1", "5000", "1"]),
     ("spmv_dynamic", &["16", "5000", "1"]),
+    ("spmv_dynamic_padded", &["1", "5000", "1"]),
     ("accumulators_packed", &["20000"]),
     ("accumulators_padded", &["20000"]),
     ("producer_consumer", &["4", "1024"]),

@@ -58,6 +58,7 @@ fn examples_build_and_agree() {
         ("prime_sieve", &["1000000"], Some("primes_below_N=78498")),
         ("spmv_dynamic", &["1", "20000", "2"], None),
         ("spmv_dynamic", &["16", "20000", "2"], None),
+        ("spmv_dynamic_padded", &["1", "20000", "2"], None),
         ("accumulators_packed", &["100000"], None),
         ("accumulators_padded", &["100000"], None),
         ("producer_consumer", &["10", "4096"], Some("sum=")),
@@ -86,6 +87,11 @@ fn examples_build_and_agree() {
         spmv("1"),
         spmv("16"),
         "the chunk size must not change the result"
+    );
+    assert_eq!(
+        outputs[&("spmv_dynamic_padded", "1 20000 2".to_string())],
+        spmv("1"),
+        "padding y must not change the result"
     );
     assert_eq!(
         outputs[&("accumulators_packed", "100000".to_string())],
