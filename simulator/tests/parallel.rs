@@ -226,7 +226,7 @@ fn default_slack_equals_exact_on_synthetic_traces() {
 fn quanta_without_interaction_run_apart() {
     let m = MachineModel::load("ivybridge-4c").unwrap();
     let (_d, t) = trace(&params(Workload::Stencil, 4, 256 << 10, 2));
-    let q = parallel(&t, &m, DEFAULT_SLACK, 2).quanta.unwrap();
+    let q = parallel(&t, &m, 1000, 2).quanta.unwrap();
     assert!(q.total > 100, "{q:?}");
     assert!(q.lockstep * 10 < q.total, "{q:?}");
 }

@@ -75,7 +75,7 @@ const CHECK: u8 = 2;
 const BOUND: u8 = 3;
 
 /// The default quantum, in time units (chosen from the sweep in `docs/parallel-engine.md`).
-pub const DEFAULT_SLACK: u64 = 1000;
+pub const DEFAULT_SLACK: u64 = 10_000;
 
 /// Why the parallel engine cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
