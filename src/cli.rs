@@ -172,20 +172,27 @@ pub struct SimulateArgs {
     /// Use the complete chunks of a damaged or interrupted trace.
     #[arg(long)]
     pub allow_incomplete: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// Which engine simulates, and how (`simulate`, `bandwidth`).
+#[derive(Args, Debug)]
+pub struct EngineArgs {
     /// Simulation engine: `exact` (the reference: one event at a time in global order) or
-    /// `parallel` (one worker per simulated core, bound-weave with --slack; see
-    /// docs/parallel-engine.md).
+    /// `parallel` (one worker per simulated core, bound-weave with --slack; same results;
+    /// see docs/parallel-engine.md).
     #[arg(long, value_enum, default_value = "exact")]
     pub engine: EngineArg,
-    /// Parallel engine: quantum in time units; a core sees other cores' actions at most this
-    /// late. 1 = closest to the exact engine.
+    /// Parallel engine: quantum in time units (how many events a core simulates apart from
+    /// the others; never changes the results, only the speed).
     #[arg(long, value_name = "N", default_value_t = cachescope_sim::parallel::DEFAULT_SLACK)]
     pub slack: u64,
     /// Parallel engine: host threads (default: available cores). Never changes the results.
     #[arg(long, value_name = "K")]
     pub threads: Option<usize>,
-    #[command(flatten)]
-    pub json: JsonArg,
 }
 
 /// `cachescope bandwidth`.
@@ -216,7 +223,29 @@ pub struct BandwidthArgs {
     #[arg(long)]
     pub allow_incomplete: bool,
     #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
     pub json: JsonArg,
+}
+
+impl EngineArgs {
+    /// The parallel engine's configuration, or `None` for the exact engine.
+    pub fn parallel_config(&self) -> anyhow::Result<Option<cachescope_sim::ParallelConfig>> {
+        match self.engine {
+            EngineArg::Exact => {
+                if self.threads.is_some() {
+                    anyhow::bail!("--threads is an option of --engine parallel");
+                }
+                Ok(None)
+            }
+            EngineArg::Parallel => Ok(Some(cachescope_sim::ParallelConfig {
+                slack: self.slack,
+                threads: self
+                    .threads
+                    .unwrap_or_else(|| cachescope_sim::ParallelConfig::default().threads),
+            })),
+        }
+    }
 }
 
 /// `cachescope simulate --engine`.

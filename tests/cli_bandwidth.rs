@@ -91,6 +91,40 @@ fn summary_json_and_plots_are_deterministic() {
 }
 
 #[test]
+fn the_parallel_engine_gives_the_same_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = stencil(dir.path());
+    let t = t.to_str().unwrap();
+    let run = |name: &str, engine: &[&str]| -> Vec<u8> {
+        let json = dir.path().join(format!("{name}.json"));
+        let mut args = vec!["bandwidth", t, "--json", json.to_str().unwrap()];
+        args.extend_from_slice(engine);
+        let o = cachescope(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read(&json).unwrap()
+    };
+    let exact = run("exact", &[]);
+    assert!(!exact.is_empty());
+    for (name, engine) in [
+        ("p1", &["--engine", "parallel", "--threads", "1"][..]),
+        (
+            "p2",
+            &["--engine", "parallel", "--threads", "2", "--slack", "100"][..],
+        ),
+    ] {
+        assert!(run(name, engine) == exact, "{name}: the analysis differs");
+    }
+    assert_exit_2(
+        &cachescope(&["bandwidth", t, "--threads", "2"]),
+        "--threads is an option of --engine parallel",
+    );
+    assert_exit_2(
+        &cachescope(&["bandwidth", t, "--engine", "parallel", "--slack", "0"]),
+        "slack",
+    );
+}
+
+#[test]
 fn bad_input_is_exit_2_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     let t = stencil(dir.path());

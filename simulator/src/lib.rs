@@ -28,6 +28,7 @@ pub use exact::{CoherenceKey, ExactEngine, ThreadMapping};
 pub use model::{MachineModel, ModelError};
 pub use parallel::{ParallelConfig, ParallelEngine, ParallelError};
 pub use run::{
-    replay_exact_with_bandwidth, simulate_cachegrind, simulate_exact,
-    simulate_exact_with_bandwidth, simulate_exact_with_coherence, simulate_parallel, SimError,
+    replay_exact_with_bandwidth, replay_parallel_with_bandwidth, simulate_cachegrind,
+    simulate_exact, simulate_exact_with_bandwidth, simulate_exact_with_coherence,
+    simulate_parallel, simulate_parallel_with_bandwidth, SimError,
 };

@@ -119,6 +119,54 @@ pub fn simulate_parallel(
     Ok(engine.report())
 }
 
+/// Simulates `trace` with the parallel engine and keeps the bandwidth timeline next to it
+/// (the same timeline as [`simulate_exact_with_bandwidth`]'s).
+pub fn simulate_parallel_with_bandwidth(
+    trace: &TraceFile,
+    model: &MachineModel,
+    mapping: &ThreadMapping,
+    cfg: ParallelConfig,
+    bandwidth: BandwidthConfig,
+) -> Result<(SimReport, BandwidthReport), SimError> {
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let placement = mapping.place(&threads, model.cores)?;
+    let unit = trace.header().time_unit;
+    let timeline = BandwidthTimeline::new(model, &placement, unit, bandwidth)?;
+    let mut engine = ParallelEngine::new(model, &placement, unit, cfg)?;
+    engine.enable_bandwidth(timeline);
+    engine.run(
+        trace
+            .merged()?
+            .map(|e| e.map_err(|err| err.at_path(trace.path()))),
+    )?;
+    let report = engine.report();
+    let bandwidth = engine
+        .finish_bandwidth()
+        .expect("the timeline was enabled above");
+    Ok((report, bandwidth))
+}
+
+/// Replays in-memory events, already in the global (time, thread) order, through the parallel
+/// engine with the bandwidth timeline (tests and benches).
+pub fn replay_parallel_with_bandwidth(
+    model: &MachineModel,
+    placement: &BTreeMap<ThreadId, u32>,
+    unit: TimeUnit,
+    events: &[TimedEvent],
+    cfg: ParallelConfig,
+    bandwidth: BandwidthConfig,
+) -> Result<(SimReport, BandwidthReport), SimError> {
+    let timeline = BandwidthTimeline::new(model, placement, unit, bandwidth)?;
+    let mut engine = ParallelEngine::new(model, placement, unit, cfg)?;
+    engine.enable_bandwidth(timeline);
+    engine.run_slice(events);
+    let report = engine.report();
+    let bandwidth = engine
+        .finish_bandwidth()
+        .expect("the timeline was enabled above");
+    Ok((report, bandwidth))
+}
+
 /// Simulates `trace` with Cachegrind's algorithm (all threads share one I1/D1/LL, as under
 /// valgrind). The report's cores/levels/paths come from the exact engine on `model` (one core
 /// per thread is not Cachegrind's view, so the cores are simulated one-to-one only when the

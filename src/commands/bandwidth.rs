@@ -7,7 +7,9 @@ use cachescope_analysis::bandwidth::{analyse, svg, text, BandwidthAnalysis};
 use cachescope_analysis::symbols::Symbolizer;
 use cachescope_schema::{OpenOptions, TraceFile};
 use cachescope_sim::bandwidth::{channels, BandwidthConfig};
-use cachescope_sim::{simulate_exact_with_bandwidth, MachineModel, ThreadMapping};
+use cachescope_sim::{
+    simulate_exact_with_bandwidth, simulate_parallel_with_bandwidth, MachineModel, ThreadMapping,
+};
 
 use crate::cli::BandwidthArgs;
 use crate::output::write_json;
@@ -54,7 +56,10 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
         window: a.window,
         sample_period: a.sample_period,
     };
-    let (_, report) = simulate_exact_with_bandwidth(&trace, &model, &mapping, cfg)?;
+    let (_, report) = match a.engine.parallel_config()? {
+        None => simulate_exact_with_bandwidth(&trace, &model, &mapping, cfg)?,
+        Some(p) => simulate_parallel_with_bandwidth(&trace, &model, &mapping, p, cfg)?,
+    };
     let mut symbols = Symbolizer::new(trace.modules());
     let root = std::env::current_dir().context("current directory")?;
     Ok(analyse(&report, &model.name, &mut symbols, &root))

@@ -9,11 +9,10 @@ use cachescope_sim::cachegrind::{CgConfig, CgGeometry};
 use cachescope_sim::counters::SimReport;
 use cachescope_sim::model::LevelConfig;
 use cachescope_sim::{
-    simulate_cachegrind, simulate_exact, simulate_parallel, MachineModel, ParallelConfig,
-    ThreadMapping,
+    simulate_cachegrind, simulate_exact, simulate_parallel, MachineModel, ThreadMapping,
 };
 
-use crate::cli::{EngineArg, SimulateArgs};
+use crate::cli::SimulateArgs;
 use crate::output::{thousands, write_json};
 
 /// Runs `cachescope simulate`.
@@ -36,28 +35,18 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     if let Some(d) = trace.damage() {
         eprintln!("warning: {d}; simulating the complete chunks before it");
     }
-    if a.engine == EngineArg::Exact && a.threads.is_some() {
-        bail!("--threads is an option of --engine parallel");
-    }
+    let parallel = a.engine.parallel_config()?;
     let report = if cachegrind {
-        if a.engine == EngineArg::Parallel {
+        if parallel.is_some() {
             bail!("--machine cachegrind runs Cachegrind's algorithm; it has no parallel engine");
         }
         let cfg = cachegrind_config(&mut model, a)?;
         simulate_cachegrind(&trace, &model, cfg)?
     } else {
         let mapping = ThreadMapping::parse(&a.map)?;
-        match a.engine {
-            EngineArg::Exact => simulate_exact(&trace, &model, &mapping)?,
-            EngineArg::Parallel => {
-                let cfg = ParallelConfig {
-                    slack: a.slack,
-                    threads: a
-                        .threads
-                        .unwrap_or_else(|| ParallelConfig::default().threads),
-                };
-                simulate_parallel(&trace, &model, &mapping, cfg)?
-            }
+        match parallel {
+            None => simulate_exact(&trace, &model, &mapping)?,
+            Some(cfg) => simulate_parallel(&trace, &model, &mapping, cfg)?,
         }
     };
     match &a.json.json {

@@ -3,7 +3,8 @@
 //!
 //! * [`channels`]: which series (path × direction, plus FLOPs as the ALU "path") a machine
 //!   moves, and which limits (per core, or summed over cores at a merge point) apply to them;
-//! * [`timeline`]: the online aggregation driven alongside the exact engine;
+//! * [`timeline`]: the online aggregation driven alongside an engine, event by event, through
+//!   [`PathByteSource`] (the exact engine, or the parallel engine's per-event byte ledger);
 //! * this file: the configuration and the report the analysis stage turns into curves,
 //!   breakdowns and runtime estimates.
 //!
@@ -19,6 +20,8 @@ pub use channels::{channels, Channel, ChannelError, Direction, Scope, Series};
 pub use timeline::BandwidthTimeline;
 
 use cachescope_schema::{CodePos, ThreadId, TimeUnit};
+
+use crate::counters::PathBytes;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -31,6 +34,31 @@ pub const DEFAULT_SAMPLE_PERIOD: u32 = 16;
 /// Code positions (instructions) kept per channel for source attribution; the analysis merges
 /// them by source line.
 pub const ATTRIBUTION_TOP: usize = 64;
+
+/// What the timeline reads from an engine after each event: the bytes each core has moved so
+/// far over each data path. Both engines give the same values after every event (the parallel
+/// engine replays its per-event byte log in the global order), so their timelines agree.
+pub trait PathByteSource {
+    /// Bytes `core` has moved so far over data path `path` (index into
+    /// [`crate::MachineModel::path_names`]); zero for an unknown path or core.
+    fn core_path_bytes(&self, core: usize, path: usize) -> PathBytes;
+    /// A count that changes whenever bytes move on a path other than the first (any core):
+    /// when it has not changed, an access moved bytes only between its core and the first
+    /// level.
+    fn beyond_first_moves(&self) -> u64;
+}
+
+impl PathByteSource for crate::exact::ExactEngine {
+    #[inline]
+    fn core_path_bytes(&self, core: usize, path: usize) -> PathBytes {
+        crate::exact::ExactEngine::core_path_bytes(self, core, path)
+    }
+
+    #[inline]
+    fn beyond_first_moves(&self) -> u64 {
+        crate::exact::ExactEngine::beyond_first_moves(self)
+    }
+}
 
 /// How the timeline aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! Online aggregation of the bandwidth timeline, driven event by event next to the exact
-//! engine: per thread and window the busy time units, the bytes of every series, then per
+//! Online aggregation of the bandwidth timeline, driven event by event next to an engine
+//! (see [`PathByteSource`]): per thread and window the busy time units, the bytes of every series, then per
 //! window the slowest limit (dominance), all folded into histograms when the window closes.
 
 use std::collections::BTreeMap;
@@ -10,9 +10,8 @@ use cachescope_schema::{CodePos, Event, ThreadId, TimeUnit, TimedEvent};
 
 use super::{
     Attribution, BandwidthConfig, BandwidthReport, Channel, Curve, Direction, Dominance,
-    ProgramEstimate, Scope, Series, ThreadBandwidth, ATTRIBUTION_TOP,
+    PathByteSource, ProgramEstimate, Scope, Series, ThreadBandwidth, ATTRIBUTION_TOP,
 };
-use crate::exact::ExactEngine;
 use crate::model::MachineModel;
 
 use super::channels::{channels, ChannelError};
@@ -233,7 +232,7 @@ impl BandwidthTimeline {
     }
 
     /// Accounts event `e`, which `engine` has just processed.
-    pub fn observe(&mut self, e: &TimedEvent, engine: &ExactEngine) {
+    pub fn observe(&mut self, e: &TimedEvent, engine: &impl PathByteSource) {
         let slot = match self.last_thread {
             Some((t, i)) if t == e.thread => i,
             _ => match self.slot_of.get(&e.thread) {
@@ -321,7 +320,7 @@ impl BandwidthTimeline {
     }
 
     /// [`Self::take_bytes`] for the first path only (an L1 hit).
-    fn take_first(&mut self, core: usize, engine: &ExactEngine, pc: Option<CodePos>) {
+    fn take_first(&mut self, core: usize, engine: &impl PathByteSource, pc: Option<CodePos>) {
         let period = self.cfg.sample_period as u64;
         self.take_path(core, 0, engine, pc.map(|pc| (pc, period)));
     }
@@ -332,7 +331,7 @@ impl BandwidthTimeline {
     fn take_bytes(
         &mut self,
         core: usize,
-        engine: &ExactEngine,
+        engine: &impl PathByteSource,
         pc: Option<CodePos>,
         first_sampled: bool,
     ) {
@@ -353,7 +352,7 @@ impl BandwidthTimeline {
         &mut self,
         core: usize,
         j: usize,
-        engine: &ExactEngine,
+        engine: &impl PathByteSource,
         attribute: Option<(CodePos, u64)>,
     ) {
         let (read_s, write_s, both_s) = self.path_series[j];

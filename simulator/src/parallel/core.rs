@@ -21,6 +21,7 @@ use crate::counters::{LevelCounters, MissClass, PathBytes, ThreadCounters};
 use crate::model::Inclusion;
 use crate::shadow::NO_TAG;
 
+use super::ledger::{diff, Delta};
 use super::{Geometry, Unit};
 
 /// What a core needs from the weave.
@@ -46,12 +47,11 @@ pub(crate) enum Req {
     Writeback { line: u64 },
 }
 
-/// A request and the time and thread of the event that caused it: the weave's order key
-/// (the trace's global order is by time, then thread).
+/// A request and the event that caused it, by its index in the quantum: the weave's order key
+/// (the quantum's events come in the trace's global order, by time, then thread).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stamped {
-    pub time: u64,
-    pub thread: ThreadId,
+    pub seq: u32,
     pub req: Req,
 }
 
@@ -81,11 +81,17 @@ pub(crate) struct CoreSim {
     /// Lines this core sent a request for in this quantum: their bytes may have become tracked
     /// by the weave, so later writes to them are sent too.
     hot: FxHashSet<u64>,
-    /// Time and thread of the event being simulated.
-    now: (u64, ThreadId),
+    /// Index in the quantum of the event being simulated.
+    now: u32,
     /// In a lockstep quantum: private fills after a miss are the weave's (see
     /// [`Self::begin_lockstep`]).
     defer_fills: bool,
+    /// Whether the bound phase logs each event's bytes (for the bandwidth timeline).
+    logging: bool,
+    /// The path counters before the event being simulated (when logging).
+    before: Vec<PathBytes>,
+    /// The bytes each event of the bound phase moved (when logging).
+    pub log: Vec<Delta>,
 }
 
 impl CoreSim {
@@ -107,8 +113,11 @@ impl CoreSim {
             unsimulated_fetches: 0,
             reqs: Vec::new(),
             hot: FxHashSet::default(),
-            now: (0, 0),
+            now: 0,
             defer_fills: false,
+            logging: false,
+            before: Vec::new(),
+            log: Vec::new(),
         }
     }
 
@@ -129,8 +138,20 @@ impl CoreSim {
     ) {
         self.hot.clear();
         for &i in mine {
-            self.process(&events[i as usize], tracked);
+            let e = &events[i as usize];
+            if self.logging {
+                self.before.clone_from(&self.paths);
+                self.process(i, e, tracked);
+                diff(i, self.core, &self.before, &self.paths, &mut self.log);
+            } else {
+                self.process(i, e, tracked);
+            }
         }
+    }
+
+    /// Makes the bound phase log the bytes of each event.
+    pub fn enable_log(&mut self) {
+        self.logging = true;
     }
 
     /// Starts a quantum simulated in lockstep with the weave: the weave applies the requests
@@ -152,8 +173,8 @@ impl CoreSim {
         self.defer_fills
     }
 
-    fn process(&mut self, e: &TimedEvent, tracked: &FxHashMap<u64, Box<[u64]>>) {
-        if let Some(a) = self.begin(e) {
+    fn process(&mut self, seq: u32, e: &TimedEvent, tracked: &FxHashMap<u64, Box<[u64]>>) {
+        if let Some(a) = self.begin(seq, e) {
             let (shift, ls) = (self.geo.shift, self.geo.line_size);
             for_each_line(&a, shift, ls, |line, off, len| {
                 self.access_line(line, off, len, a.kind, tracked)
@@ -161,9 +182,9 @@ impl CoreSim {
         }
     }
 
-    /// Counts event `e` of this core's threads; returns the access whose lines are to be
-    /// simulated, if it is one.
-    pub fn begin(&mut self, e: &TimedEvent) -> Option<Access> {
+    /// Counts event `e` (index `seq` in the quantum) of this core's threads; returns the access
+    /// whose lines are to be simulated, if it is one.
+    pub fn begin(&mut self, seq: u32, e: &TimedEvent) -> Option<Access> {
         let slot = match self.last_thread {
             Some((t, i)) if t == e.thread => i,
             _ => {
@@ -180,7 +201,7 @@ impl CoreSim {
                 t.accesses += 1;
                 t.time_units = t.time_units.saturating_add(cost);
                 t.end_time = t.end_time.max(end.saturating_add(cost));
-                self.now = (e.time, e.thread);
+                self.now = seq;
                 if a.kind == AccessKind::Fetch {
                     self.unsimulated_fetches += 1;
                     return None;
@@ -208,11 +229,7 @@ impl CoreSim {
     }
 
     fn push(&mut self, req: Req) {
-        self.reqs.push(Stamped {
-            time: self.now.0,
-            thread: self.now.1,
-            req,
-        });
+        self.reqs.push(Stamped { seq: self.now, req });
     }
 
     /// Simulates the part of an access that falls into `line` (bytes `off..off + len`).

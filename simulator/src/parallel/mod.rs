@@ -37,11 +37,17 @@
 //! core's bound phase and the weave order are functions of the trace and the model, so any
 //! `threads` gives byte-identical reports.
 //!
+//! **Bandwidth.** With [`ParallelEngine::enable_bandwidth`], the bound phase and the weave log
+//! the bytes each event moved, and after each quantum the bandwidth timeline replays the
+//! quantum's events in the global order with those bytes (`ledger.rs`): the same timeline as
+//! the exact engine's.
+//!
 //! Supported models: at least one private level, write-back levels, no exclusive (victim)
 //! levels; others are refused with [`ParallelError::Unsupported`].
 
 mod core;
 mod footprint;
+mod ledger;
 mod weave;
 
 use std::collections::BTreeMap;
@@ -52,6 +58,7 @@ use rustc_hash::FxHashMap;
 
 use cachescope_schema::{ThreadId, TimeUnit, TimedEvent};
 
+use crate::bandwidth::{BandwidthReport, BandwidthTimeline};
 use crate::cache::Cache;
 use crate::counters::{
     CoreCounters, LevelCounters, PathBytes, PathCounters, QuantumCounts, SimReport, ThreadCounters,
@@ -62,6 +69,7 @@ use crate::shadow::Classifier;
 
 use self::core::{for_each_line, CoreSim};
 use self::footprint::Footprint;
+use self::ledger::Observer;
 use self::weave::Weave;
 
 /// Phases of a quantum run by every host thread (see [`ParallelEngine::run_slice`]): find
@@ -229,6 +237,8 @@ pub struct ParallelEngine {
     time_unit: TimeUnit,
     /// Quanta simulated so far, and how many of them ran in lockstep.
     quanta: QuantumCounts,
+    /// The bandwidth timeline, when enabled.
+    observer: Option<Mutex<Observer>>,
 }
 
 impl ParallelEngine {
@@ -341,7 +351,35 @@ impl ParallelEngine {
             table: ThreadTable::new(&core_of),
             time_unit: unit,
             quanta: QuantumCounts::default(),
+            observer: None,
             model: m,
+        })
+    }
+
+    /// Keeps `timeline` next to the simulation (made for this engine's model and placement),
+    /// fed with every event in the global order and the bytes it moved; see
+    /// [`Self::finish_bandwidth`]. Call before the first event.
+    pub fn enable_bandwidth(&mut self, timeline: BandwidthTimeline) {
+        for c in &self.cores {
+            lock(c).enable_log();
+        }
+        self.weave
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .enable_log();
+        self.observer = Some(Mutex::new(Observer::new(
+            timeline,
+            self.cores.len(),
+            self.geo.paths,
+        )));
+    }
+
+    /// The bandwidth timeline's report, if enabled (it ends the timeline).
+    pub fn finish_bandwidth(&mut self) -> Option<BandwidthReport> {
+        self.observer.take().map(|o| {
+            o.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .finish()
         })
     }
 
@@ -442,18 +480,24 @@ impl ParallelEngine {
                     mine(SCAN, lo, hi);
                 }
                 mine(CHECK, lo, hi);
+                let quantum = &events[lo..hi];
                 if this.interferes() {
                     counts.lockstep += 1;
-                    this.lockstep(&events[lo..hi]);
+                    this.lockstep(quantum);
+                    this.observe(quantum);
                     scanned = false;
                 } else {
                     mine(BOUND, lo, hi);
+                    let weave_and_observe = || {
+                        this.weave();
+                        this.observe(quantum);
+                    };
                     if k > 1 && hi < events.len() {
                         // The other host threads scan the next quantum while this one weaves.
-                        run_phase(SCAN_AHEAD, hi, quantum_end(hi), &|| this.weave());
+                        run_phase(SCAN_AHEAD, hi, quantum_end(hi), &weave_and_observe);
                         scanned = true;
                     } else {
-                        this.weave();
+                        weave_and_observe();
                         scanned = false;
                     }
                 }
@@ -513,20 +557,28 @@ impl ParallelEngine {
             c.begin_lockstep();
         }
         let (shift, ls) = (self.geo.shift, self.geo.line_size);
-        for e in events {
+        let logging = weave.logging();
+        for (seq, e) in events.iter().enumerate() {
+            let seq = seq as u32;
             let Some(c) = self.table.core(e.thread) else {
                 continue;
             };
-            let Some(a) = cores[c].begin(e) else {
-                continue;
-            };
-            // Line by line: the second line of a straddling access sees the first one filled.
-            for_each_line(&a, shift, ls, |line, off, len| {
-                cores[c].access_line(line, off, len, a.kind, &weave.written);
-                if !cores[c].reqs.is_empty() {
-                    weave.run_core(&mut cores, c);
-                }
-            });
+            if logging {
+                weave.log_before(&cores);
+            }
+            if let Some(a) = cores[c].begin(seq, e) {
+                // Line by line: the second line of a straddling access sees the first one
+                // filled.
+                for_each_line(&a, shift, ls, |line, off, len| {
+                    cores[c].access_line(line, off, len, a.kind, &weave.written);
+                    if !cores[c].reqs.is_empty() {
+                        weave.run_core(&mut cores, c);
+                    }
+                });
+            }
+            if logging {
+                weave.log_after(seq, &cores);
+            }
         }
         for c in &mut cores {
             c.end_lockstep();
@@ -575,6 +627,17 @@ impl ParallelEngine {
                 }
             }
         }
+    }
+
+    /// Feeds the quantum just simulated to the bandwidth timeline, if enabled.
+    fn observe(&self, events: &[TimedEvent]) {
+        let Some(observer) = &self.observer else {
+            return;
+        };
+        let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
+        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        let logs = std::iter::once(&mut weave.log).chain(guards.iter_mut().map(|g| &mut g.log));
+        lock(observer).quantum(events, logs);
     }
 
     fn weave(&self) {

@@ -13,10 +13,11 @@ use rustc_hash::FxHashMap;
 use cachescope_schema::AccessKind;
 
 use crate::cache::{DIRTY, OWNED};
-use crate::counters::MissClass;
+use crate::counters::{MissClass, PathBytes};
 use crate::model::Inclusion;
 
 use super::core::{CoreSim, Req, Stamped};
+use super::ledger::{diff, Delta};
 use super::{Geometry, Unit};
 
 const NO_OWNER: u8 = u8::MAX;
@@ -58,6 +59,12 @@ pub(crate) struct Weave {
     wseq: u64,
     /// Request lists taken from the cores, kept for their allocations.
     lists: Vec<Vec<Stamped>>,
+    /// Whether the bytes of each event are logged (for the bandwidth timeline).
+    logging: bool,
+    /// Every core's path counters before the event being woven (when logging).
+    before: Vec<PathBytes>,
+    /// The bytes each event moved in the weave (and in lockstep quanta) (when logging).
+    pub log: Vec<Delta>,
 }
 
 impl Weave {
@@ -71,11 +78,48 @@ impl Weave {
             lost_count: FxHashMap::default(),
             wseq: 0,
             lists: Vec::new(),
+            logging: false,
+            before: Vec::new(),
+            log: Vec::new(),
         }
     }
 
-    /// Applies the quantum's requests of all cores in (time, thread) order: the order of the
-    /// events that caused them, as in the exact engine (several threads may share a core).
+    /// Makes the weave log the bytes of each event.
+    pub fn enable_log(&mut self) {
+        self.logging = true;
+    }
+
+    /// Whether the bytes of each event are logged.
+    pub fn logging(&self) -> bool {
+        self.logging
+    }
+
+    /// Before simulating event `seq` of a quantum (when logging): remembers every core's
+    /// path counters.
+    pub fn log_before(&mut self, cores: &[&mut CoreSim]) {
+        self.before.clear();
+        for c in cores {
+            self.before.extend_from_slice(&c.paths);
+        }
+    }
+
+    /// After simulating event `seq` (when logging): logs what it moved on every core's paths.
+    pub fn log_after(&mut self, seq: u32, cores: &[&mut CoreSim]) {
+        let paths = self.geo.paths;
+        for (c, core) in cores.iter().enumerate() {
+            diff(
+                seq,
+                c,
+                &self.before[c * paths..(c + 1) * paths],
+                &core.paths,
+                &mut self.log,
+            );
+        }
+    }
+
+    /// Applies the quantum's requests of all cores in the order of the events that caused
+    /// them, the global (time, thread) order, as in the exact engine (several threads may
+    /// share a core).
     pub fn run(&mut self, cores: &mut [&mut CoreSim]) {
         let n = cores.len();
         self.lists.resize_with(n, Vec::new);
@@ -85,20 +129,26 @@ impl Weave {
         let lists = std::mem::take(&mut self.lists);
         let mut pos = vec![0usize; n];
         loop {
-            // The lowest (time, thread) head; each list is in that order already.
-            let mut best: Option<((u64, u32), usize)> = None;
+            // The earliest event's head; each list is in event order already.
+            let mut best: Option<(u32, usize)> = None;
             for (c, l) in lists.iter().enumerate() {
                 if let Some(s) = l.get(pos[c]) {
-                    if best.is_none_or(|(k, _)| (s.time, s.thread) < k) {
-                        best = Some(((s.time, s.thread), c));
+                    if best.is_none_or(|(k, _)| s.seq < k) {
+                        best = Some((s.seq, c));
                     }
                 }
             }
-            let Some((key, c)) = best else { break };
-            // The same event's (and thread's, at that time) requests come next anyway.
-            while let Some(s) = lists[c].get(pos[c]).filter(|s| (s.time, s.thread) == key) {
+            let Some((seq, c)) = best else { break };
+            if self.logging {
+                self.log_before(cores);
+            }
+            // The same event's requests come next.
+            while let Some(s) = lists[c].get(pos[c]).filter(|s| s.seq == seq) {
                 pos[c] += 1;
                 self.apply(cores, c, s.req);
+            }
+            if self.logging {
+                self.log_after(seq, cores);
             }
         }
         self.lists = lists;
