@@ -503,3 +503,43 @@ fn memset_and_memcpy_are_recorded_as_ranges() {
         );
     }
 }
+
+#[test]
+fn the_writer_thread_keeps_the_cpus_of_record_when_openmp_binds_the_main_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("writer_affinity.c");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mine = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    for compiler in compilers() {
+        let prog = build(
+            dir.path(),
+            format!("affinity-{compiler}"),
+            compiler,
+            &src,
+            &["-O2", "-fopenmp"],
+        );
+        let trace = dir.path().join(format!("affinity-{compiler}.cstrace"));
+        support::ensure_shim();
+        let o = run_ok(
+            Command::new(support::cachescope())
+                .arg("record")
+                .arg("-o")
+                .arg(&trace)
+                .arg("--")
+                .arg(&prog)
+                .env("OMP_NUM_THREADS", "2")
+                .env("OMP_PROC_BIND", "true"),
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            out.trim(),
+            format!("writer={mine}"),
+            "{compiler}: the writer thread's CPUs"
+        );
+    }
+}

@@ -183,7 +183,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         let _ = signal_hook::flag::register(sig, Arc::clone(&ignore));
     }
     let start = std::time::Instant::now();
-    let status = Command::new(&opts.program)
+    let mut command = Command::new(&opts.program);
+    if let Some(cpus) = own_cpu_list() {
+        command.env("CACHESCOPE_WRITER_CPUS", cpus);
+    }
+    let status = command
         .args(&opts.args)
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .env("CACHESCOPE_OUT", &tmp)
@@ -227,4 +231,15 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         complete,
         seconds,
     })
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` of `/proc/self/status`), for the
+/// shim's writer thread: the OpenMP runtime may bind the program's main thread before the
+/// writer starts, and the writer would inherit that binding.
+fn own_cpu_list() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|l| l.trim().to_owned())
 }

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use cachescope_schema::AccessKind;
 use libc::{c_int, c_void, size_t};
 
+use crate::thread::{self, Existing};
 use crate::tsan::range;
 
 type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, size_t) -> *mut c_void;
@@ -75,14 +76,30 @@ unsafe fn movsb(dst: *mut c_void, src: *const c_void, n: size_t) {
     }
 }
 
+/// Whether the calling thread may record now. Inlined, so that threads that never record
+/// (the writer thread, whose encoder makes a small `memcpy` call for every variable-length
+/// integer) go straight to libc: two loads and a compare.
+#[inline(always)]
+fn may_record() -> bool {
+    !matches!(thread::existing(), Existing::Quiet)
+}
+
+/// Records the source and destination ranges of a copy.
+#[inline(never)]
+fn record_copy(src: *const c_void, dst: *mut c_void, n: size_t, ret: u64) {
+    range(AccessKind::Load, src as u64, n as u64, ret);
+    range(AccessKind::Store, dst as u64, n as u64, ret);
+}
+
 extern "C" fn memcpy_impl(
     dst: *mut c_void,
     src: *const c_void,
     n: size_t,
     ret: u64,
 ) -> *mut c_void {
-    range(AccessKind::Load, src as u64, n as u64, ret);
-    range(AccessKind::Store, dst as u64, n as u64, ret);
+    if may_record() {
+        record_copy(src, dst, n, ret);
+    }
     match NEXT_MEMCPY.get() {
         Some(f) => {
             // SAFETY: `f` is libc's memcpy; the arguments are the caller's.
@@ -102,8 +119,9 @@ extern "C" fn memmove_impl(
     n: size_t,
     ret: u64,
 ) -> *mut c_void {
-    range(AccessKind::Load, src as u64, n as u64, ret);
-    range(AccessKind::Store, dst as u64, n as u64, ret);
+    if may_record() {
+        record_copy(src, dst, n, ret);
+    }
     match NEXT_MEMMOVE.get() {
         Some(f) => {
             // SAFETY: `f` is libc's memmove; the arguments are the caller's.
@@ -130,8 +148,16 @@ extern "C" fn memmove_impl(
     }
 }
 
-extern "C" fn memset_impl(dst: *mut c_void, c: c_int, n: size_t, ret: u64) -> *mut c_void {
+/// Records the destination range of a `memset`.
+#[inline(never)]
+fn record_set(dst: *mut c_void, n: size_t, ret: u64) {
     range(AccessKind::Store, dst as u64, n as u64, ret);
+}
+
+extern "C" fn memset_impl(dst: *mut c_void, c: c_int, n: size_t, ret: u64) -> *mut c_void {
+    if may_record() {
+        record_set(dst, n, ret);
+    }
     match NEXT_MEMSET.get() {
         Some(f) => {
             // SAFETY: `f` is libc's memset; the arguments are the caller's.

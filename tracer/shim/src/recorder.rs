@@ -27,11 +27,21 @@ use crate::thread;
 pub const ENV_OUT: &str = "CACHESCOPE_OUT";
 /// Environment variable with the time unit: `instructions` or `events`.
 pub const ENV_TIME_UNIT: &str = "CACHESCOPE_TIME_UNIT";
+/// Environment variable with the CPUs the writer thread may run on, as a Linux CPU list
+/// (`0-3,6`): the affinity `cachescope record` itself had. Needed because the writer thread
+/// starts after the OpenMP runtime may have bound the main thread to one CPU
+/// (`OMP_PROC_BIND=true`), and a new thread inherits its creator's binding: the writer would
+/// then compete with thread 0 for one CPU while the others idle.
+pub const ENV_WRITER_CPUS: &str = "CACHESCOPE_WRITER_CPUS";
 /// Events per recording-thread buffer (and per chunk).
 pub const BUFFER_EVENTS: usize = 32 * 1024;
 /// Full buffers that may wait for the writer before producers block: with 32-byte events this
-/// bounds the queued memory to 32 MiB.
-const QUEUE_BUFFERS: usize = 32;
+/// bounds the queued memory to 8 MiB. Also the number of empty buffers kept for reuse. Small on
+/// purpose: the writer is slower than the program's threads (on every example), so the queue
+/// is full most of the time whatever its depth, and every buffer beyond the ones recycled is
+/// fresh memory whose first touch costs a page fault per 4 KiB in the recording thread (with
+/// 32 buffers that was about a third of the recording time of the small examples).
+const QUEUE_BUFFERS: usize = 8;
 
 /// Whether events are recorded now. Cleared when recording ends (or fails, or in a fork child).
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -156,11 +166,17 @@ pub(crate) fn start() {
         }
     };
     let (tx, rx) = sync_channel(QUEUE_BUFFERS);
+    let writer_cpus = std::env::var(ENV_WRITER_CPUS)
+        .ok()
+        .and_then(|l| parse_cpu_list(&l));
     let handle = std::thread::Builder::new()
         .name("cachescope-writer".into())
         .spawn(move || {
             thread::mark_internal();
             lower_priority();
+            if let Some(cpus) = writer_cpus {
+                set_affinity(&cpus);
+            }
             writer_loop(writer, rx)
         });
     let handle = match handle {
@@ -195,6 +211,39 @@ fn lower_priority() {
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+    }
+}
+
+/// The CPUs of a Linux CPU list such as `0-3,6` (`None` if malformed or beyond `CPU_SETSIZE`).
+fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            None => {
+                let c = part.parse::<usize>().ok()?;
+                (c, c)
+            }
+        };
+        if lo > hi || hi >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        cpus.extend(lo..=hi);
+    }
+    (!cpus.is_empty()).then_some(cpus)
+}
+
+/// Lets the calling thread run on `cpus` (see [`ENV_WRITER_CPUS`]). Failure leaves the
+/// inherited affinity, which only costs speed.
+fn set_affinity(cpus: &[usize]) {
+    // SAFETY: `cpu_set_t` is a plain bit array, valid when zeroed; CPU_SET is given indices
+    // below CPU_SETSIZE (checked by `parse_cpu_list`); sched_setaffinity reads `set` only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
@@ -328,4 +377,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Stops recording in a forked child: it has no writer thread, and the trace is the parent's.
 pub(crate) fn disable_in_child() {
     ENABLED.store(false, Ordering::SeqCst);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cpu_list;
+
+    #[test]
+    fn cpu_lists_parse_like_proc_status() {
+        assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_cpu_list("3"), Some(vec![3]));
+        assert_eq!(parse_cpu_list(""), None);
+        assert_eq!(parse_cpu_list("4-2"), None);
+        assert_eq!(parse_cpu_list("0-x"), None);
+        assert_eq!(parse_cpu_list("0-100000"), None);
+    }
 }

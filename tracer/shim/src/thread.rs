@@ -55,9 +55,9 @@ thread_local! {
     };
 }
 
-// The calling thread's `*mut ThreadState` (null until `create`, and again after `retire`): an
-// 8-byte initial-exec TLS variable. Hidden, so it is resolved inside the shim and exported to
-// no one; zero-initialized in every new thread (`.tbss`).
+// The calling thread's `*mut ThreadState` (null until `create`; `QUIET` in the writer thread
+// and after `retire`): an 8-byte initial-exec TLS variable. Hidden, so it is resolved inside
+// the shim and exported to no one; zero-initialized in every new thread (`.tbss`).
 core::arch::global_asm!(
     ".pushsection .tbss,\"awT\",@nobits",
     ".p2align 3",
@@ -87,6 +87,20 @@ fn state_slot() -> *mut ThreadState {
         );
     }
     p
+}
+
+/// The state slot's value for a thread that never records again (the writer thread, and a
+/// thread after its end): not null, so that [`existing`] answers `Quiet` at once instead of
+/// taking the state-creation path. Never dereferenced (see [`has_state`]). The writer thread
+/// calls the interposed `memcpy` for every small copy its encoder makes (one per varint on
+/// irregular address streams); through the creation path (a `__tls_get_addr` call and the
+/// flag checks, twice per copy) that was about 40 % of its time on such streams.
+const QUIET: *mut ThreadState = ptr::without_provenance_mut(1);
+
+/// Whether the slot value `p` is a state (neither null nor [`QUIET`]).
+#[inline(always)]
+fn has_state(p: *mut ThreadState) -> bool {
+    p.addr() > QUIET.addr()
 }
 
 /// Sets the calling thread's state pointer.
@@ -178,6 +192,9 @@ pub(crate) fn init_exit_key() {
 /// Marks the calling thread as the shim's own: it never records.
 pub(crate) fn mark_internal() {
     TLS.with(|t| t.flags.set(t.flags.get() | INTERNAL));
+    if state_slot().is_null() {
+        set_state_slot(QUIET);
+    }
 }
 
 /// Sets the id the calling thread records under (before it records anything).
@@ -192,11 +209,12 @@ pub(crate) fn current() -> Option<&'static mut ThreadState> {
         return None;
     }
     let p = state_slot();
-    if p.is_null() {
-        return create();
+    if !has_state(p) {
+        return if p.is_null() { create() } else { None };
     }
     // SAFETY: `p` was created by `create` for this thread and is freed only by this thread's
-    // exit destructor, which also clears the TLS slot; only this thread uses it mutably.
+    // exit destructor, which first sets the TLS slot to `QUIET`; only this thread uses it
+    // mutably.
     let st = unsafe { &mut *p };
     if st.busy {
         None
@@ -223,8 +241,12 @@ pub(crate) fn existing() -> Existing {
         return Existing::Quiet;
     }
     let p = state_slot();
-    if p.is_null() {
-        return Existing::NoState;
+    if !has_state(p) {
+        return if p.is_null() {
+            Existing::NoState
+        } else {
+            Existing::Quiet
+        };
     }
     // SAFETY: as in `current`.
     let st = unsafe { &mut *p };
@@ -437,14 +459,14 @@ pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
     let p = state_slot();
     let flags = TLS.with(|t| t.flags.get());
     TLS.with(|t| t.flags.set(flags | INTERNAL));
-    let was_busy = if p.is_null() {
+    let was_busy = if !has_state(p) {
         false
     } else {
         // SAFETY: see `current`; only this thread touches its state.
         unsafe { std::mem::replace(&mut (*p).busy, true) }
     };
     let r = f();
-    if !p.is_null() {
+    if has_state(p) {
         // SAFETY: as above.
         unsafe { (*p).busy = was_busy };
     }
@@ -483,7 +505,7 @@ pub(crate) fn collect_all() -> Vec<(ThreadId, Vec<Event>, bool)> {
 /// Ends the calling thread's stream: records its exit and hands its events to the writer.
 pub(crate) fn end_current_thread() {
     let p = state_slot();
-    if p.is_null() {
+    if !has_state(p) {
         return;
     }
     if let Some(st) = current() {
@@ -495,7 +517,7 @@ pub(crate) fn end_current_thread() {
 /// pthread key destructor: runs when a thread that recorded exits.
 extern "C" fn on_thread_exit(p: *mut libc::c_void) {
     let mine = state_slot();
-    if mine.is_null() || mine.cast() != p {
+    if !has_state(mine) || mine.cast() != p {
         return;
     }
     if let Some(st) = current() {
@@ -506,7 +528,7 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
 
 /// Sends a thread's last events and frees its state.
 fn retire(p: *mut ThreadState) {
-    set_state_slot(ptr::null_mut());
+    set_state_slot(QUIET);
     TLS.with(|t| t.flags.set(t.flags.get() | INTERNAL));
     lock(&REGISTRY).0.retain(|&q| q != p as usize);
     // SAFETY: `p` is this thread's state, out of the registry and the TLS slot: nobody else
