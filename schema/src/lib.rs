@@ -23,6 +23,7 @@ pub mod event;
 pub mod frame;
 pub mod limits;
 pub mod merge;
+pub mod prefetch;
 pub mod reader;
 pub mod record;
 pub mod scan;

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use cachescope_schema::prefetch::prefetch;
 use cachescope_schema::{Event, ThreadId, TimeUnit, TimedEvent, TraceError, TraceFile};
 
 use crate::bandwidth::{BandwidthConfig, BandwidthReport, BandwidthTimeline, ChannelError};
@@ -26,6 +27,22 @@ pub enum SimError {
     /// The model cannot be used for bandwidth analysis.
     #[error(transparent)]
     Bandwidth(#[from] ChannelError),
+    /// The thread that reads the trace ahead could not be started.
+    #[error("cannot start the trace reading thread: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
+/// The trace's events in the global order, decoded and merged on a reading thread while the
+/// engine simulates (same order, so the same results; only faster), with errors naming the
+/// file.
+fn events(
+    trace: &TraceFile,
+) -> Result<impl Iterator<Item = Result<TimedEvent, TraceError>>, SimError> {
+    let path = trace.path().to_path_buf();
+    let merged = trace
+        .merged()?
+        .map(move |e| e.map_err(|err| err.at_path(&path)));
+    Ok(prefetch(merged)?)
 }
 
 /// Replays in-memory events, already in the global (time, thread) order, through the exact
@@ -59,12 +76,33 @@ pub fn simulate_exact_with_bandwidth(
     let unit = trace.header().time_unit;
     let mut timeline = BandwidthTimeline::new(model, &placement, unit, cfg)?;
     let mut engine = ExactEngine::new(model, &placement, unit);
-    for e in trace.merged()? {
-        let e = e.map_err(|err| err.at_path(trace.path()))?;
+    for e in events(trace)? {
+        let e = e?;
         engine.process(&e);
         timeline.observe(&e, &engine);
     }
     Ok((engine.report(), timeline.finish()))
+}
+
+/// Runs the parallel engine over `trace`: with the trace read ahead on another thread when
+/// the engine leaves a host core free; otherwise on the driver thread, since a reading thread
+/// competing with spinning workers for the cores slows every quantum down.
+fn run_parallel(
+    engine: &mut ParallelEngine,
+    trace: &TraceFile,
+    cfg: ParallelConfig,
+) -> Result<(), SimError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cfg.threads < cores {
+        engine.run(events(trace)?)?;
+    } else {
+        engine.run(
+            trace
+                .merged()?
+                .map(|e| e.map_err(|err| err.at_path(trace.path()))),
+        )?;
+    }
+    Ok(())
 }
 
 /// Simulates `trace` with the exact engine and also returns the coherence log (who was
@@ -78,8 +116,8 @@ pub fn simulate_exact_with_coherence(
     let placement = mapping.place(&threads, model.cores)?;
     let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
     engine.enable_coherence_log();
-    for e in trace.merged()? {
-        let e = e.map_err(|err| err.at_path(trace.path()))?;
+    for e in events(trace)? {
+        let e = e?;
         engine.process(&e);
     }
     Ok((engine.report(), engine.coherence_log()))
@@ -94,8 +132,8 @@ pub fn simulate_exact(
     let threads: Vec<_> = trace.thread_ids().collect();
     let placement = mapping.place(&threads, model.cores)?;
     let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
-    for e in trace.merged()? {
-        let e = e.map_err(|err| err.at_path(trace.path()))?;
+    for e in events(trace)? {
+        let e = e?;
         engine.process(&e);
     }
     Ok(engine.report())
@@ -111,11 +149,7 @@ pub fn simulate_parallel(
     let threads: Vec<_> = trace.thread_ids().collect();
     let placement = mapping.place(&threads, model.cores)?;
     let mut engine = ParallelEngine::new(model, &placement, trace.header().time_unit, cfg)?;
-    engine.run(
-        trace
-            .merged()?
-            .map(|e| e.map_err(|err| err.at_path(trace.path()))),
-    )?;
+    run_parallel(&mut engine, trace, cfg)?;
     Ok(engine.report())
 }
 
@@ -134,11 +168,7 @@ pub fn simulate_parallel_with_bandwidth(
     let timeline = BandwidthTimeline::new(model, &placement, unit, bandwidth)?;
     let mut engine = ParallelEngine::new(model, &placement, unit, cfg)?;
     engine.enable_bandwidth(timeline);
-    engine.run(
-        trace
-            .merged()?
-            .map(|e| e.map_err(|err| err.at_path(trace.path()))),
-    )?;
+    run_parallel(&mut engine, trace, cfg)?;
     let report = engine.report();
     let bandwidth = engine
         .finish_bandwidth()
@@ -185,8 +215,8 @@ pub fn simulate_cachegrind(
     let placement = mapping.place(&threads, model.cores)?;
     let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
     let mut cg = CachegrindSim::new(cfg);
-    for e in trace.merged()? {
-        let e = e.map_err(|err| err.at_path(trace.path()))?;
+    for e in events(trace)? {
+        let e = e?;
         if let Event::Access(a) = &e.event {
             cg.access(a);
         }
