@@ -36,7 +36,7 @@ use crate::counters::{
     REPORT_SCHEMA,
 };
 use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
-use crate::shadow::{Classifier, NO_TAG};
+use crate::shadow::{Classifier, Presence, NO_TAG};
 
 /// How threads are placed on simulated cores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -514,8 +514,8 @@ impl ExactEngine {
     ) {
         // The shadow and the set of lines ever held learn of the line when it is filled
         // (`fill`), not here: a no-write-allocate or exclusive level does not take it.
-        let shadow_hit = self.units[u].class.shadow.contains(line);
-        let class = if !self.units[u].class.shadow.ever_accessed(line) {
+        let presence = self.units[u].class.shadow.presence(line);
+        let class = if presence == Presence::Never {
             MissClass::Compulsory
         } else if let Some(&at) = self.lost[core].get(&line).filter(|_| i < self.p) {
             let rewritten = self
@@ -543,7 +543,7 @@ impl ExactEngine {
             } else {
                 MissClass::CoherenceFalse
             }
-        } else if shadow_hit {
+        } else if presence == Presence::Present {
             MissClass::Conflict
         } else {
             MissClass::Capacity

@@ -12,6 +12,17 @@ const FRONT: usize = 8;
 /// Tag of a front line that carries none (see [`FaLru::access_tagged`]).
 pub const NO_TAG: u32 = u32::MAX;
 
+/// Whether a line is in a [`FaLru`], and whether it ever was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Never accessed.
+    Never,
+    /// Accessed before, but evicted or removed since.
+    Gone,
+    /// Present.
+    Present,
+}
+
 /// Fully associative LRU cache of line numbers with O(1) access.
 ///
 /// The LRU stack is split in two: the (up to) [`FRONT`] most recently used lines in a small
@@ -198,6 +209,21 @@ impl FaLru {
     pub fn contains(&self, line: u64) -> bool {
         self.front[..self.front_len].contains(&line)
             || self.node_of.get(&line).is_some_and(|&s| s != NIL)
+    }
+
+    /// Whether `line` was ever accessed and whether it is present now, with one hash lookup
+    /// (a miss is classified by both).
+    #[inline]
+    pub fn presence(&self, line: u64) -> Presence {
+        if self.front[..self.front_len].contains(&line) {
+            return Presence::Present;
+        }
+        // Every line ever accessed has a node entry (NIL once it left).
+        match self.node_of.get(&line) {
+            None => Presence::Never,
+            Some(&s) if s == NIL => Presence::Gone,
+            Some(_) => Presence::Present,
+        }
     }
 
     /// Whether `line` was ever accessed (removals and evictions do not forget it).

@@ -128,3 +128,30 @@ fn oversized_caches_are_rejected_not_allocated() {
     assert!(cachescope_sim::cachegrind::CgGeometry::parse("17592186044416,1,64").is_err());
     assert!(cachescope_sim::cachegrind::CgGeometry::parse("32768,8,4294967360").is_err());
 }
+
+#[test]
+fn misses_are_compulsory_then_conflict_or_capacity_by_the_fully_associative_shadow() {
+    // Direct-mapped, 2 lines: 0x0 and 0x80 fight over set 0 while a fully associative cache
+    // of 2 lines would hold both: conflict misses.
+    let m = model(
+        "[[levels]]\nname = \"L1\"\nsize = 128\nassoc = 1\n[[levels]]\nname = \"L2\"\nsize = 4096\nassoc = 4\nshared = true\n",
+        1,
+    );
+    let mut e = engine(&m);
+    for addr in [0x0, 0x80, 0x0, 0x80] {
+        e.access(0, &acc(AccessKind::Load, addr, 8));
+    }
+    let l1 = &e.report().levels[0].counters.misses;
+    assert_eq!((l1.compulsory, l1.conflict, l1.capacity), (2, 2, 0));
+    // Fully associative, 2 lines: three lines in a cycle do not fit: capacity misses.
+    let m = model(
+        "[[levels]]\nname = \"L1\"\nsize = 128\nassoc = 2\n[[levels]]\nname = \"L2\"\nsize = 4096\nassoc = 4\nshared = true\n",
+        1,
+    );
+    let mut e = engine(&m);
+    for addr in [0x0, 0x40, 0x80, 0x0, 0x40] {
+        e.access(0, &acc(AccessKind::Load, addr, 8));
+    }
+    let l1 = &e.report().levels[0].counters.misses;
+    assert_eq!((l1.compulsory, l1.conflict, l1.capacity), (3, 0, 2));
+}

@@ -19,7 +19,7 @@ use cachescope_schema::{Access, AccessKind, Event, ThreadId, TimedEvent};
 use crate::cache::{Evicted, DIRTY, OWNED};
 use crate::counters::{LevelCounters, MissClass, PathBytes, ThreadCounters};
 use crate::model::Inclusion;
-use crate::shadow::NO_TAG;
+use crate::shadow::{Presence, NO_TAG};
 
 use super::ledger::{diff, Delta};
 use super::{Geometry, Unit};
@@ -370,12 +370,12 @@ impl CoreSim {
             self.lc[i].hits += 1;
             return slot;
         }
-        let class = &self.units[i].class;
-        let class = if !class.shadow.ever_accessed(line) {
+        let presence = self.units[i].class.shadow.presence(line);
+        let class = if presence == Presence::Never {
             Some(MissClass::Compulsory)
         } else if self.lost.contains_key(&line) {
             None
-        } else if class.shadow.contains(line) {
+        } else if presence == Presence::Present {
             Some(MissClass::Conflict)
         } else {
             Some(MissClass::Capacity)

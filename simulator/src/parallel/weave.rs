@@ -15,6 +15,7 @@ use cachescope_schema::AccessKind;
 use crate::cache::{DIRTY, OWNED};
 use crate::counters::{MissClass, PathBytes};
 use crate::model::Inclusion;
+use crate::shadow::Presence;
 
 use super::core::{CoreSim, Req, Stamped};
 use super::ledger::{diff, Delta};
@@ -401,9 +402,10 @@ impl Weave {
             lc.hits += 1;
             return true;
         }
-        let class = if !u.class.shadow.ever_accessed(line) {
+        let presence = u.class.shadow.presence(line);
+        let class = if presence == Presence::Never {
             MissClass::Compulsory
-        } else if u.class.shadow.contains(line) {
+        } else if presence == Presence::Present {
             MissClass::Conflict
         } else {
             MissClass::Capacity
