@@ -186,10 +186,10 @@ pub struct EngineArgs {
     /// see docs/parallel-engine.md).
     #[arg(long, value_enum, default_value = "exact")]
     pub engine: EngineArg,
-    /// Parallel engine: quantum in time units (how many events a core simulates apart from
-    /// the others; never changes the results, only the speed).
-    #[arg(long, value_name = "N", default_value_t = cachescope_sim::parallel::DEFAULT_SLACK)]
-    pub slack: u64,
+    /// Parallel engine: quantum in time units (how long each core runs apart from the others
+    /// before they are woven; never changes the results, only the speed). Default 10000.
+    #[arg(long, value_name = "N")]
+    pub slack: Option<u64>,
     /// Parallel engine: host threads (default: available cores). Never changes the results.
     #[arg(long, value_name = "K")]
     pub threads: Option<usize>,
@@ -236,10 +236,15 @@ impl EngineArgs {
                 if self.threads.is_some() {
                     anyhow::bail!("--threads is an option of --engine parallel");
                 }
+                if self.slack.is_some() {
+                    anyhow::bail!("--slack is an option of --engine parallel");
+                }
                 Ok(None)
             }
             EngineArg::Parallel => Ok(Some(cachescope_sim::ParallelConfig {
-                slack: self.slack,
+                slack: self
+                    .slack
+                    .unwrap_or(cachescope_sim::parallel::DEFAULT_SLACK),
                 threads: self
                     .threads
                     .unwrap_or_else(|| cachescope_sim::ParallelConfig::default().threads),

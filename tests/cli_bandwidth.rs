@@ -119,8 +119,17 @@ fn the_parallel_engine_gives_the_same_analysis() {
         "--threads is an option of --engine parallel",
     );
     assert_exit_2(
+        &cachescope(&["bandwidth", t, "--slack", "100"]),
+        "--slack is an option of --engine parallel",
+    );
+    assert_exit_2(
         &cachescope(&["bandwidth", t, "--engine", "parallel", "--slack", "0"]),
         "slack",
+    );
+    // The options are checked before any file is read.
+    assert_exit_2(
+        &cachescope(&["bandwidth", "/nonexistent/x.cstrace", "--threads", "2"]),
+        "--threads is an option of --engine parallel",
     );
 }
 

@@ -508,7 +508,7 @@ fn memset_and_memcpy_are_recorded_as_ranges() {
 fn the_writer_thread_keeps_the_cpus_of_record_when_openmp_binds_the_main_thread() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("writer_affinity.c");
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
     let mine = status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))

@@ -49,9 +49,10 @@ best() {
   shift
   local bw=999999 bc=999999 t w u s
   for _ in $(seq "$reps"); do
-    if ! t=$( { TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1; } 2>&1 ); then
-      echo "warning: exit status $? from: $*" >&2
-    fi
+    t=$( { TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1; } 2>&1 ) || {
+      rc=$?
+      echo "warning: exit status $rc from: $*" >&2
+    }
     read -r w u s <<<"$t"
     bw=$(echo "$bw $w" | awk '{print ($2<$1)?$2:$1}')
     bc=$(echo "$bc $u $s" | awk '{c=$2+$3; print (c<$1)?c:$1}')

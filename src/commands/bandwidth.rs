@@ -30,6 +30,7 @@ pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
 
 /// Simulates the trace with the bandwidth timeline and analyses it.
 pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
+    let engine = a.engine.parallel_config()?;
     if a.window == 0 {
         bail!("--window must be at least 1 time unit");
     }
@@ -56,7 +57,7 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
         window: a.window,
         sample_period: a.sample_period,
     };
-    let (_, report) = match a.engine.parallel_config()? {
+    let (_, report) = match engine {
         None => simulate_exact_with_bandwidth(&trace, &model, &mapping, cfg)?,
         Some(p) => simulate_parallel_with_bandwidth(&trace, &model, &mapping, p, cfg)?,
     };

@@ -17,6 +17,7 @@ use crate::output::{thousands, write_json};
 
 /// Runs `cachescope simulate`.
 pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
+    let parallel = a.engine.parallel_config()?;
     let mut model = MachineModel::load(&a.machine)?;
     if !a.set.is_empty() {
         model.apply_overrides(&a.set, &a.machine)?;
@@ -35,7 +36,6 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     if let Some(d) = trace.damage() {
         eprintln!("warning: {d}; simulating the complete chunks before it");
     }
-    let parallel = a.engine.parallel_config()?;
     let report = if cachegrind {
         if parallel.is_some() {
             bail!("--machine cachegrind runs Cachegrind's algorithm; it has no parallel engine");

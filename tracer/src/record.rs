@@ -233,11 +233,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })
 }
 
-/// The CPUs this process may run on (`Cpus_allowed_list` of `/proc/self/status`), for the
+/// The CPUs this thread may run on (`Cpus_allowed_list` of `/proc/thread-self/status`), for the
 /// shim's writer thread: the OpenMP runtime may bind the program's main thread before the
 /// writer starts, and the writer would inherit that binding.
 fn own_cpu_list() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = std::fs::read_to_string("/proc/thread-self/status").ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))

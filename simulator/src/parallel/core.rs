@@ -4,7 +4,7 @@
 //! Everything a core decides alone is final here: lookups and hits in its private levels,
 //! compulsory/capacity/conflict classification, fills and evictions inside its private
 //! levels. Everything that needs the other cores or the shared levels becomes a [`Req`]
-//! stamped with the event's time, for the weave: misses in all private levels, upgrades,
+//! stamped with the event's index in the quantum, for the weave: misses in all private levels, upgrades,
 //! writes to lines whose bytes are tracked for true/false classification, private copies that
 //! disappeared (directory), and dirty data leaving the private levels.
 //!

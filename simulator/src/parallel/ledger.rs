@@ -9,7 +9,7 @@
 //! after the quantum the [`Observer`] replays the quantum's events in the global order,
 //! adding each event's deltas to a [`Ledger`] before the timeline looks at it. The results
 //! equal the exact engine's timeline because the engines charge the same bytes to the same
-//! event (`tests/parallel.rs` compares whole bandwidth reports).
+//! event (`tests/parallel_bandwidth.rs` compares whole bandwidth reports).
 
 use cachescope_schema::TimedEvent;
 

@@ -10,7 +10,8 @@
 //!    the directory. The driver decides whether the cores may run the quantum apart (below).
 //! 2. **bound**: every core's worker simulates that core's events of the quantum through its
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
-//!    levels becomes a request stamped with the event's time and thread. Workers run in
+//!    levels becomes a request stamped with the event's index in the quantum (whose events
+//!    are in the global (time, thread) order). Workers run in
 //!    parallel, each owning its core; with fewer host threads than cores, host thread `h`
 //!    runs cores `h, h + K, h + 2K, ...` in turn.
 //! 3. **weave**: one thread applies all requests to the directory and the shared levels in
@@ -475,6 +476,12 @@ impl ParallelEngine {
             let mut scanned = false;
             while lo < events.len() {
                 let hi = quantum_end(lo);
+                // Events are numbered within their quantum by a u32 (requests, byte logs);
+                // 2^32 events of one quantum would take over 100 GiB of memory first.
+                assert!(
+                    hi - lo <= u32::MAX as usize,
+                    "a quantum of more than 2^32 events"
+                );
                 counts.total += 1;
                 if !scanned {
                     mine(SCAN, lo, hi);

@@ -169,6 +169,8 @@ pub(crate) fn start() {
     let writer_cpus = std::env::var(ENV_WRITER_CPUS)
         .ok()
         .and_then(|l| parse_cpu_list(&l));
+    // Like ENV_OUT: the program's own children must not inherit it.
+    std::env::remove_var(ENV_WRITER_CPUS);
     let handle = std::thread::Builder::new()
         .name("cachescope-writer".into())
         .spawn(move || {

@@ -212,15 +212,15 @@ pub(crate) fn current() -> Option<&'static mut ThreadState> {
     if !has_state(p) {
         return if p.is_null() { create() } else { None };
     }
-    // SAFETY: `p` was created by `create` for this thread and is freed only by this thread's
-    // exit destructor, which first sets the TLS slot to `QUIET`; only this thread uses it
-    // mutably.
-    let st = unsafe { &mut *p };
-    if st.busy {
-        None
-    } else {
-        Some(st)
+    // SAFETY: `p` was created by `create` for this thread and is freed only by `retire` on
+    // this thread (from its exit destructor or the shim's fini), which first sets the TLS
+    // slot to `QUIET`; only this thread uses it. `busy` is read through the raw pointer, so
+    // no second `&mut` exists while a re-entrant call finds the state busy.
+    if unsafe { (*p).busy } {
+        return None;
     }
+    // SAFETY: as above; not busy, so no other reference to the state is live.
+    Some(unsafe { &mut *p })
 }
 
 /// [`current`] without the state's creation, so that callers can outline that rare case
@@ -249,12 +249,11 @@ pub(crate) fn existing() -> Existing {
         };
     }
     // SAFETY: as in `current`.
-    let st = unsafe { &mut *p };
-    if st.busy {
-        Existing::Quiet
-    } else {
-        Existing::Recording(st)
+    if unsafe { (*p).busy } {
+        return Existing::Quiet;
     }
+    // SAFETY: as in `current`.
+    Existing::Recording(unsafe { &mut *p })
 }
 
 /// Records an access of `size` bytes at `addr` by the instruction at `pc` (0: unknown) on the
