@@ -103,7 +103,8 @@ impl MissCounts {
         self.compulsory + self.capacity + self.conflict + self.coherence_true + self.coherence_false
     }
 
-    fn merge(&mut self, o: &Self) {
+    /// Adds `o`'s counts.
+    pub(crate) fn merge(&mut self, o: &Self) {
         self.compulsory += o.compulsory;
         self.capacity += o.capacity;
         self.conflict += o.conflict;

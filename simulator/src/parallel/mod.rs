@@ -12,9 +12,11 @@
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
 //!    levels becomes a request stamped with the event's index in the quantum (whose events
 //!    are in the global (time, thread) order). Workers run in
-//!    parallel, each owning its core; with fewer host threads than cores, host thread `h`
-//!    runs cores `h, h + K, h + 2K, ...` in turn.
-//! 3. **weave**: one thread applies all requests to the directory and the shared levels in
+//!    parallel, each owning its core while it runs; host threads take the cores (and the
+//!    replay of the previous weave's shared-level classification log, `shared_class.rs`) as
+//!    tasks, whichever thread is free, so fewer host threads than cores run several in turn.
+//! 3. **weave**: one thread applies all requests to the directory and the shared levels (whose
+//!    capacity/conflict classification it only logs, for the next bound phase) in
 //!    the global (time, thread) order (`weave.rs`); invalidations, downgrades and E grants
 //!    reach the other cores' private caches before the next quantum.
 //!
@@ -49,6 +51,7 @@
 mod core;
 mod footprint;
 mod ledger;
+mod shared_class;
 mod weave;
 
 use std::collections::BTreeMap;
@@ -71,6 +74,7 @@ use crate::shadow::Classifier;
 use self::core::{for_each_line, CoreSim};
 use self::footprint::Footprint;
 use self::ledger::Observer;
+use self::shared_class::SharedClassifier;
 use self::weave::Weave;
 
 /// Phases of a quantum run by every host thread (see [`ParallelEngine::run_slice`]): find
@@ -234,6 +238,10 @@ pub struct ParallelEngine {
     /// Per core, its part of the quantum (apart from the core: scanned while it is woven).
     foots: Vec<Mutex<Footprint>>,
     weave: RwLock<Weave>,
+    /// Miss classes of the shared levels, replayed from the weave's log (`shared_class.rs`).
+    shared_class: Mutex<SharedClassifier>,
+    /// The next task of a bound phase: 0 replays the shared levels' log, `1 + c` bounds core c.
+    next_task: AtomicUsize,
     table: ThreadTable,
     time_unit: TimeUnit,
     /// Quanta simulated so far, and how many of them ran in lockstep.
@@ -338,13 +346,18 @@ impl ParallelEngine {
                 ..ThreadCounters::default()
             });
         }
-        let shared = (p..n).map(|i| make_unit(i, 0)).collect();
+        let shared = (p..n)
+            .map(|i| Cache::new(&m.levels[i], ls, seed(i, 0)))
+            .collect();
+        let shared_lines = (p..n).map(|i| m.levels[i].lines(ls) as usize);
         Ok(ParallelEngine {
             weave: RwLock::new(Weave::new(
                 geo.clone(),
                 m.coherence == Protocol::Mesi,
                 shared,
             )),
+            shared_class: Mutex::new(SharedClassifier::new(shared_lines, ncores)),
+            next_task: AtomicUsize::new(0),
             foots: (0..ncores).map(|_| Mutex::default()).collect(),
             cores: cores.into_iter().map(Mutex::new).collect(),
             geo,
@@ -491,12 +504,15 @@ impl ParallelEngine {
                 if this.interferes() {
                     counts.lockstep += 1;
                     this.lockstep(quantum);
+                    this.hand_over_shadow_log();
                     this.observe(quantum);
                     scanned = false;
                 } else {
+                    this.next_task.store(0, Ordering::Release);
                     mine(BOUND, lo, hi);
                     let weave_and_observe = || {
                         this.weave();
+                        this.hand_over_shadow_log();
                         this.observe(quantum);
                     };
                     if k > 1 && hi < events.len() {
@@ -517,6 +533,9 @@ impl ParallelEngine {
         });
         self.quanta.total += counts.total;
         self.quanta.lockstep += counts.lockstep;
+        // The report must count every shared-level miss by class.
+        let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
+        lock(&self.shared_class).flush(&mut weave.shadow_log);
     }
 
     /// Whether the cores interact through a line in the quantum just scanned and checked
@@ -604,8 +623,24 @@ impl ParallelEngine {
         let cores = (first..self.cores.len()).step_by(step);
         match phase {
             BOUND => {
+                // Tasks taken in turn by whichever host thread is free (each is a function of
+                // the trace alone, so who runs it never matters): the replay of the previous
+                // weave's shared-level log, then one task per core.
                 let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
-                for c in cores {
+                let n = self.cores.len();
+                loop {
+                    let task = self.next_task.fetch_add(1, Ordering::AcqRel);
+                    if task > n {
+                        break;
+                    }
+                    if task == 0 {
+                        let mut shared = lock(&self.shared_class);
+                        if shared.has_work() {
+                            shared.replay();
+                        }
+                        continue;
+                    }
+                    let c = task - 1;
                     let foot = lock(&self.foots[c]);
                     lock(&self.cores[c]).bound(events, &foot.events, &weave.written);
                 }
@@ -647,6 +682,13 @@ impl ParallelEngine {
         lock(observer).quantum(events, logs);
     }
 
+    /// Hands the weave's shared-level log to the classifier, to be replayed during the next
+    /// bound phase.
+    fn hand_over_shadow_log(&self) {
+        let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
+        lock(&self.shared_class).hand_over(&mut weave.shadow_log);
+    }
+
     fn weave(&self) {
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
         let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
@@ -680,12 +722,20 @@ impl ParallelEngine {
                 }
             })
             .collect();
+        let shared = lock(&self.shared_class);
+        let p = self.geo.p;
         let cores = guards
             .iter()
             .map(|g| CoreCounters {
                 core: g.core as u32,
                 threads: g.threads.iter().map(|t| t.thread).collect(),
-                levels: g.lc.clone(),
+                levels: {
+                    let mut levels = g.lc.clone();
+                    for (l, m) in levels[p..].iter_mut().zip(&shared.misses[g.core]) {
+                        l.misses.merge(m);
+                    }
+                    levels
+                },
                 invalidations_sent: g.invalidations_sent,
                 invalidations_received: g.invalidations_received,
                 upgrades: g.upgrades,

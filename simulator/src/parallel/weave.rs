@@ -12,14 +12,14 @@ use rustc_hash::FxHashMap;
 
 use cachescope_schema::AccessKind;
 
-use crate::cache::{DIRTY, OWNED};
+use crate::cache::{Cache, DIRTY, OWNED};
 use crate::counters::{MissClass, PathBytes};
 use crate::model::Inclusion;
-use crate::shadow::Presence;
 
 use super::core::{CoreSim, Req, Stamped};
 use super::ledger::{diff, Delta};
-use super::{Geometry, Unit};
+use super::shared_class::ShadowOp;
+use super::Geometry;
 
 const NO_OWNER: u8 = u8::MAX;
 
@@ -48,8 +48,10 @@ impl Default for Dir {
 pub(crate) struct Weave {
     geo: Geometry,
     mesi: bool,
-    /// Shared level `i` at `i - p`.
-    units: Vec<Unit>,
+    /// Shared level `i` at `i - p` (classified apart, see `shared_class.rs`).
+    caches: Vec<Cache>,
+    /// What the shared levels' shadows must see, in the weave's order, until handed over.
+    pub shadow_log: Vec<ShadowOp>,
     dir: FxHashMap<u64, Dir>,
     /// Per line ever invalidated: weave sequence number of the last write of each byte.
     pub written: FxHashMap<u64, Box<[u64]>>,
@@ -69,11 +71,12 @@ pub(crate) struct Weave {
 }
 
 impl Weave {
-    pub fn new(geo: Geometry, mesi: bool, units: Vec<Unit>) -> Self {
+    pub fn new(geo: Geometry, mesi: bool, caches: Vec<Cache>) -> Self {
         Weave {
             geo,
             mesi,
-            units,
+            caches,
+            shadow_log: Vec::new(),
             dir: FxHashMap::default(),
             written: FxHashMap::default(),
             lost_count: FxHashMap::default(),
@@ -195,18 +198,18 @@ impl Weave {
     pub fn may_back_invalidate(&self, lines: impl Iterator<Item = u64> + Clone) -> bool {
         let p = self.geo.p;
         let mut absent: FxHashMap<u64, usize> = FxHashMap::default();
-        for (k, u) in self.units.iter().enumerate() {
+        for (k, cache) in self.caches.iter().enumerate() {
             if self.geo.inclusion[p + k] != Inclusion::Inclusive {
                 continue;
             }
             absent.clear();
             for line in lines.clone() {
-                if u.cache.contains(line) {
+                if cache.contains(line) {
                     continue;
                 }
-                let n = absent.entry(u.cache.set_index(line)).or_insert(0);
+                let n = absent.entry(cache.set_index(line)).or_insert(0);
                 *n += 1;
-                if *n > u.cache.free_ways(line) {
+                if *n > cache.free_ways(line) {
                     return true;
                 }
             }
@@ -397,26 +400,35 @@ impl Weave {
     fn lookup(&mut self, core: &mut CoreSim, i: usize, line: u64, kind: AccessKind) -> bool {
         let lc = &mut core.lc[i];
         lc.accesses.add(kind);
-        let u = &mut self.units[i - self.geo.p];
-        if u.lookup(line).is_some() {
+        let level = (i - self.geo.p) as u32;
+        let cache = &mut self.caches[i - self.geo.p];
+        if let Some(s) = cache.find(line) {
+            cache.touch(s);
             lc.hits += 1;
+            self.shadow_log.push(ShadowOp::Touch { level, line });
             return true;
         }
-        let presence = u.class.shadow.presence(line);
-        let class = if presence == Presence::Never {
-            MissClass::Compulsory
-        } else if presence == Presence::Present {
-            MissClass::Conflict
-        } else {
-            MissClass::Capacity
-        };
-        lc.misses.add(class);
+        // Counted by class when the log is replayed.
+        self.shadow_log.push(ShadowOp::Miss {
+            level,
+            core: core.core as u32,
+            line,
+        });
         false
     }
 
     /// Fills `line` into shared level `i` for core `c` and deals with the victim.
     fn fill(&mut self, cores: &mut [&mut CoreSim], c: usize, i: usize, line: u64) {
-        let Some(v) = self.units[i - self.geo.p].fill(line, 0) else {
+        let cache = &mut self.caches[i - self.geo.p];
+        if cache.find(line).is_some() {
+            return;
+        }
+        let (_, victim) = cache.fill_at(line, 0);
+        self.shadow_log.push(ShadowOp::Touch {
+            level: (i - self.geo.p) as u32,
+            line,
+        });
+        let Some(v) = victim else {
             return;
         };
         cores[c].lc[i].evictions += 1;
@@ -439,7 +451,7 @@ impl Weave {
                 let cache = if j < p {
                     &mut core.units[j].cache
                 } else {
-                    &mut self.units[j - p].cache
+                    &mut self.caches[j - p]
                 };
                 if let Some(s) = cache.find(line) {
                     let st = cache.state(s);
@@ -466,12 +478,9 @@ impl Weave {
                     }
                     s
                 } else {
-                    let u = &mut self.units[j - p];
-                    let s = u.cache.invalidate(line);
-                    if s.is_some() {
-                        u.class.removed(line);
-                    }
-                    s
+                    // No shadow update: a shared level's shadow keeps invalidated lines, as
+                    // the exact engine's does.
+                    self.caches[j - p].invalidate(line)
                 };
                 let Some(state) = removed else { continue };
                 cores[cc].lc[j].back_invalidations += 1;
