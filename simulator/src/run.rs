@@ -165,15 +165,9 @@ pub fn simulate_parallel_with_bandwidth(
     let threads: Vec<_> = trace.thread_ids().collect();
     let placement = mapping.place(&threads, model.cores)?;
     let unit = trace.header().time_unit;
-    let timeline = BandwidthTimeline::new(model, &placement, unit, bandwidth)?;
-    let mut engine = ParallelEngine::new(model, &placement, unit, cfg)?;
-    engine.enable_bandwidth(timeline);
-    run_parallel(&mut engine, trace, cfg)?;
-    let report = engine.report();
-    let bandwidth = engine
-        .finish_bandwidth()
-        .expect("the timeline was enabled above");
-    Ok((report, bandwidth))
+    parallel_with_timeline(model, &placement, unit, cfg, bandwidth, |engine| {
+        run_parallel(engine, trace, cfg)
+    })
 }
 
 /// Replays in-memory events, already in the global (time, thread) order, through the parallel
@@ -186,10 +180,25 @@ pub fn replay_parallel_with_bandwidth(
     cfg: ParallelConfig,
     bandwidth: BandwidthConfig,
 ) -> Result<(SimReport, BandwidthReport), SimError> {
+    parallel_with_timeline(model, placement, unit, cfg, bandwidth, |engine| {
+        engine.run_slice(events);
+        Ok(())
+    })
+}
+
+/// The parallel engine with the bandwidth timeline, fed by `feed`.
+fn parallel_with_timeline(
+    model: &MachineModel,
+    placement: &BTreeMap<ThreadId, u32>,
+    unit: TimeUnit,
+    cfg: ParallelConfig,
+    bandwidth: BandwidthConfig,
+    feed: impl FnOnce(&mut ParallelEngine) -> Result<(), SimError>,
+) -> Result<(SimReport, BandwidthReport), SimError> {
     let timeline = BandwidthTimeline::new(model, placement, unit, bandwidth)?;
     let mut engine = ParallelEngine::new(model, placement, unit, cfg)?;
     engine.enable_bandwidth(timeline);
-    engine.run_slice(events);
+    feed(&mut engine)?;
     let report = engine.report();
     let bandwidth = engine
         .finish_bandwidth()

@@ -1,6 +1,7 @@
 //! Multi-core behaviour of the exact engine: the coherence invariant on random traces, and
 //! hand-checked sharing patterns.
 
+#[allow(dead_code)] // shared with other test files
 mod common;
 
 use cachescope_schema::synth::{generate, GenParams, Workload};

@@ -1,6 +1,7 @@
 //! Edge cases of the exact engine found in review: each test failed (or panicked) before its
 //! fix.
 
+#[allow(dead_code)] // shared with other test files
 mod common;
 
 use cachescope_schema::{AccessKind, Event, TimedEvent};

@@ -342,59 +342,6 @@ fn recorded_traces_equal_exact() {
     }
 }
 
-/// Hierarchies with private levels of any inclusion, non-inclusive and inclusive shared
-/// levels, LRU, PLRU and random replacement.
-const RANDOM_HIERARCHIES: [&str; 3] = [
-    r#"
-[[levels]]
-name = "L1"
-size = 512
-assoc = 2
-[[levels]]
-name = "L2"
-size = 2048
-assoc = 4
-shared = true
-"#,
-    r#"
-[[levels]]
-name = "L1"
-size = 256
-assoc = 2
-replacement = "plru"
-[[levels]]
-name = "L2"
-size = 1024
-assoc = 4
-inclusion = "inclusive"
-[[levels]]
-name = "L3"
-size = 4096
-assoc = 4
-shared = true
-replacement = "random"
-"#,
-    r#"
-[[levels]]
-name = "L1"
-size = 256
-assoc = 2
-[[levels]]
-name = "L2"
-size = 1024
-assoc = 2
-shared = true
-inclusion = "inclusive"
-[[levels]]
-name = "L3"
-size = 4096
-assoc = 4
-shared = true
-inclusion = "inclusive"
-replacement = "fifo"
-"#,
-];
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -415,7 +362,7 @@ proptest! {
              0u64..4096, prop::sample::select(vec![1u32, 4, 8, 16, 100])),
             1..400),
     ) {
-        let m = common::model(RANDOM_HIERARCHIES[h], cores, if mesi { "mesi" } else { "msi" });
+        let m = common::model(common::RANDOM_HIERARCHIES[h], cores, if mesi { "mesi" } else { "msi" });
         let mut time = 0;
         let mut events: Vec<TimedEvent> = ops
             .into_iter()

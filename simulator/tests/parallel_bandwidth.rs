@@ -13,38 +13,8 @@ use cachescope_sim::{
     simulate_parallel_with_bandwidth, MachineModel, ParallelConfig, ThreadMapping,
 };
 use proptest::prelude::*;
-
-/// Hierarchies of different depths and inclusions; every data path gets a limit.
-const HIERARCHIES: [&str; 2] = [
-    r#"
-[[levels]]
-name = "L1"
-size = 512
-assoc = 2
-[[levels]]
-name = "L2"
-size = 2048
-assoc = 4
-shared = true
-"#,
-    r#"
-[[levels]]
-name = "L1"
-size = 256
-assoc = 2
-[[levels]]
-name = "L2"
-size = 1024
-assoc = 4
-inclusion = "inclusive"
-[[levels]]
-name = "L3"
-size = 4096
-assoc = 4
-shared = true
-inclusion = "inclusive"
-"#,
-];
+#[allow(dead_code)] // shared with other test files
+mod common;
 
 /// `levels` on `cores` cores with a bandwidth section limiting every path (per core, and in
 /// total at the memory side), page-fault costs and a shared issue width.
@@ -159,7 +129,7 @@ proptest! {
     /// bandwidth report is the exact engine's, byte for byte.
     #[test]
     fn random_timelines_equal_exact(
-        h in 0usize..2,
+        h in 0usize..3,
         mesi in any::<bool>(),
         threads in 2u32..5,
         slack in prop::sample::select(vec![1u64, 7, 100, u64::MAX]),
@@ -168,7 +138,7 @@ proptest! {
         period in 1u32..4,
         ops in prop::collection::vec((0u32..4, 0u64..3, step()), 1..300),
     ) {
-        let m = model(HIERARCHIES[h], 4, if mesi { "mesi" } else { "msi" });
+        let m = model(common::RANDOM_HIERARCHIES[h], 4, if mesi { "mesi" } else { "msi" });
         let mut time = 0;
         let mut events: Vec<TimedEvent> = ops
             .into_iter()

@@ -28,3 +28,56 @@ pub fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
         pc: None,
     }
 }
+
+/// Hierarchies with private levels of any inclusion, non-inclusive and inclusive shared
+/// levels, LRU, PLRU and random replacement.
+pub const RANDOM_HIERARCHIES: [&str; 3] = [
+    r#"
+[[levels]]
+name = "L1"
+size = 512
+assoc = 2
+[[levels]]
+name = "L2"
+size = 2048
+assoc = 4
+shared = true
+"#,
+    r#"
+[[levels]]
+name = "L1"
+size = 256
+assoc = 2
+replacement = "plru"
+[[levels]]
+name = "L2"
+size = 1024
+assoc = 4
+inclusion = "inclusive"
+[[levels]]
+name = "L3"
+size = 4096
+assoc = 4
+shared = true
+replacement = "random"
+"#,
+    r#"
+[[levels]]
+name = "L1"
+size = 256
+assoc = 2
+[[levels]]
+name = "L2"
+size = 1024
+assoc = 2
+shared = true
+inclusion = "inclusive"
+[[levels]]
+name = "L3"
+size = 4096
+assoc = 4
+shared = true
+inclusion = "inclusive"
+replacement = "fifo"
+"#,
+];
