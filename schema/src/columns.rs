@@ -135,7 +135,7 @@ const OPS: [OpInfo; 128] = {
 
 /// One event as stored: its op code and its field values relative to the predictors.
 /// Unused fields are 0, so equal tokens mean equal stored bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Eq)]
 struct Token {
     /// Op code without the run flag.
     code: u8,
@@ -147,6 +147,20 @@ struct Token {
     a: u64,
     /// Second other value.
     b: u64,
+}
+
+impl PartialEq for Token {
+    /// Without branches: the run finder compares tokens of irregular streams all the time,
+    /// and a field-by-field comparison mispredicts on them.
+    #[inline(always)]
+    fn eq(&self, o: &Self) -> bool {
+        (u64::from(self.code ^ o.code)
+            | (self.addr ^ o.addr)
+            | (self.pc ^ o.pc)
+            | (self.a ^ o.a)
+            | (self.b ^ o.b))
+            == 0
+    }
 }
 
 impl Token {
@@ -460,6 +474,13 @@ pub struct ColumnEncoder {
     cand: usize,
     /// Next token to compare with the one a period before it, for the candidate.
     scan: usize,
+    /// What the last scan learnt: token `j` equals token `j − matched_period` for every `j`
+    /// from that candidate's start up to `matched_to` (exclusive). A later candidate of the
+    /// same period starts inside that range, so its scan resumes at `matched_to` instead of
+    /// comparing the same pairs again (irregular streams propose the same period at every
+    /// event).
+    matched_period: usize,
+    matched_to: usize,
     /// Whether the candidate has repeated enough to be a run (its body is in `body`); then
     /// tokens only extend it until one differs.
     committed: bool,
@@ -491,6 +512,8 @@ impl Default for ColumnEncoder {
             d: 0,
             cand: 0,
             scan: 0,
+            matched_period: 0,
+            matched_to: 0,
             committed: false,
             body: [Token::default(); MAX_PERIOD],
             templates: None,
@@ -520,7 +543,10 @@ fn put_varint(out: &mut Vec<u8>, v: u64) {
     let len = bits.div_ceil(7).max(1);
     if len <= 8 {
         let word = (v << len) | (1 << (len - 1));
-        out.extend_from_slice(&word.to_le_bytes()[..len]);
+        // All eight bytes, then cut to the length: a fixed-size copy is one store, where
+        // copying `len` bytes is a call to `memcpy`.
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(out.len() - 8 + len);
     } else {
         out.push(0);
         out.extend_from_slice(&v.to_le_bytes());
@@ -575,6 +601,8 @@ impl ColumnEncoder {
         self.d = 0;
         self.cand = 0;
         self.scan = 0;
+        self.matched_period = 0;
+        self.matched_to = 0;
         self.committed = false;
         self.drop_templates();
         self.accesses = 0;
@@ -855,11 +883,17 @@ impl ColumnEncoder {
     /// the chunk).
     fn end_committed_run(&mut self) {
         let p = self.cand;
-        let body = self.body;
         // The run's tokens after the commit are not in the ring, and need not be: the search
         // reads the ring only at decision points (single events and run starts, never inside
         // a run) and at tokens pushed after them.
-        self.put_run(&body[..p], self.n - self.d - p);
+        let body = &self.body;
+        put_run(
+            &mut self.columns,
+            self.use_pcs,
+            p,
+            self.n - self.d - p,
+            |k| body[k],
+        );
         self.d = self.n;
         self.cand = 0;
         self.committed = false;
@@ -887,15 +921,15 @@ impl ColumnEncoder {
                 scan += 1;
             }
             self.scan = scan;
+            (self.matched_period, self.matched_to) = (p, scan);
             let repeats = scan.saturating_sub(d + p);
             if scan < self.n || last {
                 // The candidate's repeats are known.
                 if repeats >= min_repeats(p) {
-                    let mut body = [Token::default(); MAX_PERIOD];
-                    for (k, b) in body[..p].iter_mut().enumerate() {
-                        *b = self.ring[(d + k) % RING];
-                    }
-                    self.put_run(&body[..p], repeats);
+                    let ring = &self.ring;
+                    put_run(&mut self.columns, self.use_pcs, p, repeats, |k| {
+                        ring[(d + k) % RING]
+                    });
                     self.d = d + p + repeats;
                     self.cand = 0;
                 } else {
@@ -927,6 +961,9 @@ impl ColumnEncoder {
         if prev != 0 && d + 1 - prev <= MAX_PERIOD && self.ring[(prev - 1) % RING] == *t {
             self.cand = d + 1 - prev;
             self.scan = d + self.cand;
+            if self.cand == self.matched_period && self.matched_to > self.scan {
+                self.scan = self.matched_to;
+            }
             return true;
         }
         false
@@ -938,28 +975,35 @@ impl ColumnEncoder {
         put_token(&mut self.columns, self.use_pcs, t, false);
         self.d = d + 1;
     }
+}
 
-    /// Stores a run of `body` followed by `repeats` repeated events.
-    fn put_run(&mut self, body: &[Token], repeats: usize) {
-        let p = body.len();
-        put_varint(&mut self.columns[3], p as u64);
-        put_varint(&mut self.columns[3], repeats as u64);
-        for (k, t) in body.iter().enumerate() {
-            put_token(&mut self.columns, self.use_pcs, t, k == 0);
-        }
-        // The repeats' op bytes are the body's, cyclically: copy the ones written so far
-        // (doubling) rather than pushing byte by byte.
-        let ops = &mut self.columns[0];
-        let start = ops.len() - p;
-        ops[start] &= !RUN_FLAG;
-        let end = ops.len() + repeats;
-        ops.reserve(repeats);
-        while ops.len() < end {
-            let copy = (ops.len() - start).min(end - ops.len());
-            ops.extend_from_within(start..start + copy);
-        }
-        ops[start] |= RUN_FLAG;
+/// Stores a run: its body of `p` tokens (`body(k)` is the `k`th) followed by `repeats`
+/// repeated events. The body comes through a function so that no caller copies a whole
+/// [`MAX_PERIOD`] array per run (short runs of irregular streams end all the time).
+fn put_run(
+    columns: &mut [Vec<u8>; COLUMN_COUNT],
+    pcs: bool,
+    p: usize,
+    repeats: usize,
+    body: impl Fn(usize) -> Token,
+) {
+    put_varint(&mut columns[3], p as u64);
+    put_varint(&mut columns[3], repeats as u64);
+    for k in 0..p {
+        put_token(columns, pcs, &body(k), k == 0);
     }
+    // The repeats' op bytes are the body's, cyclically: copy the ones written so far
+    // (doubling) rather than pushing byte by byte.
+    let ops = &mut columns[0];
+    let start = ops.len() - p;
+    ops[start] &= !RUN_FLAG;
+    let end = ops.len() + repeats;
+    ops.reserve(repeats);
+    while ops.len() < end {
+        let copy = (ops.len() - start).min(end - ops.len());
+        ops.extend_from_within(start..start + copy);
+    }
+    ops[start] |= RUN_FLAG;
 }
 
 /// Op code of `Advance` without FLOPs (with FLOPs it is this + 1; accesses are below it).
