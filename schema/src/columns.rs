@@ -474,13 +474,6 @@ pub struct ColumnEncoder {
     cand: usize,
     /// Next token to compare with the one a period before it, for the candidate.
     scan: usize,
-    /// What the last scan learnt: token `j` equals token `j − matched_period` for every `j`
-    /// from that candidate's start up to `matched_to` (exclusive). A later candidate of the
-    /// same period starts inside that range, so its scan resumes at `matched_to` instead of
-    /// comparing the same pairs again (irregular streams propose the same period at every
-    /// event).
-    matched_period: usize,
-    matched_to: usize,
     /// Whether the candidate has repeated enough to be a run (its body is in `body`); then
     /// tokens only extend it until one differs.
     committed: bool,
@@ -512,8 +505,6 @@ impl Default for ColumnEncoder {
             d: 0,
             cand: 0,
             scan: 0,
-            matched_period: 0,
-            matched_to: 0,
             committed: false,
             body: [Token::default(); MAX_PERIOD],
             templates: None,
@@ -601,8 +592,6 @@ impl ColumnEncoder {
         self.d = 0;
         self.cand = 0;
         self.scan = 0;
-        self.matched_period = 0;
-        self.matched_to = 0;
         self.committed = false;
         self.drop_templates();
         self.accesses = 0;
@@ -921,7 +910,6 @@ impl ColumnEncoder {
                 scan += 1;
             }
             self.scan = scan;
-            (self.matched_period, self.matched_to) = (p, scan);
             let repeats = scan.saturating_sub(d + p);
             if scan < self.n || last {
                 // The candidate's repeats are known.
@@ -961,9 +949,6 @@ impl ColumnEncoder {
         if prev != 0 && d + 1 - prev <= MAX_PERIOD && self.ring[(prev - 1) % RING] == *t {
             self.cand = d + 1 - prev;
             self.scan = d + self.cand;
-            if self.cand == self.matched_period && self.matched_to > self.scan {
-                self.scan = self.matched_to;
-            }
             return true;
         }
         false
