@@ -2,7 +2,8 @@
 //! 4-core stencil in memory, best of REPS (default 5) runs with 1 and 2 host threads and the
 //! exact engine, at SLACK (default: the engine's default).
 //!
-//! Run: `cargo run --release -p cachescope-benches --example parallel_probe`.
+//! Run: `cargo run --release -p cachescope-benches --example parallel_probe`; with `ALL=1` each
+//! run's time goes to stderr too (exact engine, then 1 and 2 host threads, REPS each).
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -37,7 +38,11 @@ fn main() {
             .map(|_| {
                 let s = Instant::now();
                 f();
-                s.elapsed().as_secs_f64()
+                let t = s.elapsed().as_secs_f64();
+                if std::env::var_os("ALL").is_some() {
+                    eprint!("{t:.3} ");
+                }
+                t
             })
             .fold(f64::MAX, f64::min)
     };

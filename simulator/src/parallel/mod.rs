@@ -13,8 +13,9 @@
 //!    levels becomes a request stamped with the event's index in the quantum (whose events
 //!    are in the global (time, thread) order). Workers run in
 //!    parallel, each owning its core while it runs; host threads take the cores (and the
-//!    replay of the previous weave's shared-level classification log, `shared_class.rs`) as
-//!    tasks, whichever thread is free, so fewer host threads than cores run several in turn.
+//!    replay of the previous weave's shared-level classification log, `shared_class.rs`, in
+//!    two halves: the first and the last task) as tasks, whichever thread is free, so fewer
+//!    host threads than cores run several in turn.
 //! 3. **weave**: one thread applies all requests to the directory and the shared levels (whose
 //!    capacity/conflict classification it only logs, for the next bound phase) in
 //!    the global (time, thread) order (`weave.rs`); invalidations, downgrades and E grants
@@ -240,7 +241,8 @@ pub struct ParallelEngine {
     weave: RwLock<Weave>,
     /// Miss classes of the shared levels, replayed from the weave's log (`shared_class.rs`).
     shared_class: Mutex<SharedClassifier>,
-    /// The next task of a bound phase: 0 replays the shared levels' log, `1 + c` bounds core c.
+    /// The next task of a bound phase: 0 replays the first half of the shared levels' log,
+    /// `1 + c` bounds core c, `1 + cores` replays the rest of the log.
     next_task: AtomicUsize,
     table: ThreadTable,
     time_unit: TimeUnit,
@@ -624,20 +626,22 @@ impl ParallelEngine {
         match phase {
             BOUND => {
                 // Tasks taken in turn by whichever host thread is free (each is a function of
-                // the trace alone, so who runs it never matters): the replay of the previous
-                // weave's shared-level log, then one task per core.
+                // the trace alone, so who runs it never matters): the first half of the replay
+                // of the previous weave's shared-level log, one task per core, the rest of
+                // the replay.
                 let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
                 let n = self.cores.len();
                 loop {
                     let task = self.next_task.fetch_add(1, Ordering::AcqRel);
-                    if task > n {
+                    if task > n + 1 {
                         break;
                     }
                     if task == 0 {
-                        let mut shared = lock(&self.shared_class);
-                        if shared.has_work() {
-                            shared.replay();
-                        }
+                        lock(&self.shared_class).replay_first_half();
+                        continue;
+                    }
+                    if task == n + 1 {
+                        lock(&self.shared_class).replay();
                         continue;
                     }
                     let c = task - 1;

@@ -6,8 +6,8 @@
 //! (its lookups scan the set directly; private levels keep their own shadows, which double as
 //! a lookup index). So the weave only logs what the shadow must see — [`ShadowOp`]s, in the
 //! weave's order, which is the global order — and the log is replayed into the shadows later,
-//! on any host thread, as a task of the next bound phase. Replaying the same operations in
-//! the same order gives the exact engine's classes.
+//! on any host thread, as the first and the last task of the next bound phase (one half
+//! each). Replaying the same operations in the same order gives the exact engine's classes.
 
 use crate::counters::{MissClass, MissCounts};
 use crate::shadow::{FaLru, Presence};
@@ -29,6 +29,8 @@ pub(crate) struct SharedClassifier {
     pub misses: Vec<Vec<MissCounts>>,
     /// A weave's log, handed over for replay.
     ready: Vec<ShadowOp>,
+    /// How much of `ready` has been replayed.
+    replayed: usize,
 }
 
 impl SharedClassifier {
@@ -39,17 +41,27 @@ impl SharedClassifier {
             misses: vec![vec![MissCounts::default(); shadows.len()]; cores],
             shadows,
             ready: Vec::new(),
+            replayed: 0,
         }
     }
 
-    /// Whether a log waits for replay.
-    pub fn has_work(&self) -> bool {
-        !self.ready.is_empty()
+    /// Replays the waiting log's first half (the bound phase's first task; its last task
+    /// replays the rest: two halves on either side of the per-core tasks balance the phase
+    /// better than one piece, which is often longer than a core's task). The halves may run
+    /// in either order: the second replays whatever is left, the first then finds nothing.
+    pub fn replay_first_half(&mut self) {
+        self.replay_to(self.ready.len() / 2);
     }
 
-    /// Replays the waiting log.
+    /// Replays what is left of the waiting log.
     pub fn replay(&mut self) {
-        for op in self.ready.drain(..) {
+        self.replay_to(self.ready.len());
+    }
+
+    /// Replays the waiting log up to (not including) operation `end`.
+    fn replay_to(&mut self, end: usize) {
+        let from = self.replayed.min(end);
+        for &op in &self.ready[from..end] {
             match op {
                 ShadowOp::Touch { level, line } => {
                     self.shadows[level as usize].access(line);
@@ -64,14 +76,15 @@ impl SharedClassifier {
                 }
             }
         }
+        self.replayed = self.replayed.max(end);
     }
 
     /// Takes the weave's `log` (leaving it empty) to be replayed later; a log still waiting is
     /// replayed first, so logs are replayed in the order they were made.
     pub fn hand_over(&mut self, log: &mut Vec<ShadowOp>) {
-        if self.has_work() {
-            self.replay();
-        }
+        self.replay();
+        self.ready.clear();
+        self.replayed = 0;
         std::mem::swap(&mut self.ready, log);
     }
 
@@ -79,5 +92,76 @@ impl SharedClassifier {
     pub fn flush(&mut self, log: &mut Vec<ShadowOp>) {
         self.hand_over(log);
         self.replay();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log with compulsory, capacity and conflict misses on a 4-line shadow, on 2 cores.
+    fn log() -> Vec<ShadowOp> {
+        let mut ops = Vec::new();
+        for round in 0..3u64 {
+            for line in 0..6u64 {
+                let core = (line % 2) as u32;
+                ops.push(ShadowOp::Miss {
+                    level: 0,
+                    core,
+                    line: line * (round + 1),
+                });
+                ops.push(ShadowOp::Touch {
+                    level: 0,
+                    line: line * (round + 1),
+                });
+                ops.push(ShadowOp::Touch {
+                    level: 0,
+                    line: round,
+                });
+            }
+        }
+        ops
+    }
+
+    fn classes(c: &SharedClassifier) -> Vec<Vec<MissCounts>> {
+        c.misses.clone()
+    }
+
+    #[test]
+    fn halves_in_either_order_equal_one_replay() {
+        let mut whole = SharedClassifier::new([4], 2);
+        whole.flush(&mut log());
+        let total: u64 = whole.misses.iter().map(|m| m[0].total()).sum();
+        assert_eq!(total, 18, "every miss counted once");
+        assert!(whole
+            .misses
+            .iter()
+            .any(|m| m[0].compulsory > 0 && m[0].capacity > 0));
+
+        // The first half, then the rest, as the bound phase's first and last tasks.
+        let mut split = SharedClassifier::new([4], 2);
+        split.hand_over(&mut log());
+        split.replay_first_half();
+        split.replay();
+        split.flush(&mut Vec::new());
+        assert_eq!(classes(&split), classes(&whole));
+
+        // The last task first: it replays everything, and the first half finds nothing.
+        let mut swapped = SharedClassifier::new([4], 2);
+        swapped.hand_over(&mut log());
+        swapped.replay();
+        swapped.replay_first_half();
+        swapped.flush(&mut Vec::new());
+        assert_eq!(classes(&swapped), classes(&whole));
+
+        // A log handed over before the previous one was replayed is replayed after it.
+        let mut two = SharedClassifier::new([4], 2);
+        let mut first = log();
+        let mut second = first.split_off(first.len() / 3);
+        two.hand_over(&mut first);
+        two.replay_first_half();
+        two.hand_over(&mut second);
+        two.flush(&mut Vec::new());
+        assert_eq!(classes(&two), classes(&whole));
     }
 }
