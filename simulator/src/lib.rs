@@ -19,6 +19,7 @@ pub mod cache;
 pub mod cachegrind;
 pub mod counters;
 pub mod exact;
+mod line_set;
 pub mod model;
 pub mod parallel;
 pub mod run;

@@ -4,6 +4,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::line_set::LineSet;
+
 const NIL: u32 = u32::MAX;
 
 /// Lines kept in the ordered front array (see [`FaLru`]).
@@ -40,10 +42,11 @@ pub struct FaLru {
     front: [u64; FRONT],
     front_tag: [u32; FRONT],
     front_len: usize,
-    /// Every line ever accessed → its node in the list part, or [`NIL`] (in the front, or no
-    /// longer present). Entries are never removed: the map doubles as the set of lines ever
-    /// held, so a fill costs one hash lookup for both.
+    /// Lines in the list part → their nodes. Only present lines: the map stays as small as
+    /// the cache, so its lookups mostly hit the host's caches.
     node_of: FxHashMap<u64, u32>,
+    /// Every line ever accessed (removals and evictions do not forget it).
+    ever: LineSet,
     /// Lines in the list part.
     list_len: usize,
     line: Vec<u64>,
@@ -63,6 +66,7 @@ impl FaLru {
             front_tag: [NO_TAG; FRONT],
             front_len: 0,
             node_of: FxHashMap::default(),
+            ever: LineSet::default(),
             list_len: 0,
             line: Vec::new(),
             prev: Vec::new(),
@@ -110,11 +114,7 @@ impl FaLru {
             (self.line.len() - 1) as u32
         };
         self.line[s as usize] = line;
-        if let Some(n) = self.node_of.get_mut(&line) {
-            *n = s;
-        } else {
-            self.node_of.insert(line, s);
-        }
+        self.node_of.insert(line, s);
         self.list_len += 1;
         self.push_front(s);
     }
@@ -172,13 +172,18 @@ impl FaLru {
 
     #[inline(never)]
     fn access_list(&mut self, line: u64, tag: u32) -> bool {
-        let s = std::mem::replace(self.node_of.entry(line).or_insert(NIL), NIL);
-        let hit = s != NIL;
-        if hit {
-            self.unlink(s);
-            self.free.push(s);
-            self.list_len -= 1;
-        }
+        let hit = match self.node_of.remove(&line) {
+            Some(s) => {
+                self.unlink(s);
+                self.free.push(s);
+                self.list_len -= 1;
+                true
+            }
+            None => {
+                self.ever.insert(line);
+                false
+            }
+        };
         let k = self.front_len;
         if k < FRONT.min(self.capacity) {
             shift_down(&mut self.front, k);
@@ -196,9 +201,7 @@ impl FaLru {
         if self.front_len + self.list_len > self.capacity {
             let victim = self.tail;
             self.unlink(victim);
-            if let Some(n) = self.node_of.get_mut(&self.line[victim as usize]) {
-                *n = NIL;
-            }
+            self.node_of.remove(&self.line[victim as usize]);
             self.list_len -= 1;
             self.free.push(victim);
         }
@@ -207,29 +210,26 @@ impl FaLru {
 
     /// Whether `line` is present (no change to the recency order).
     pub fn contains(&self, line: u64) -> bool {
-        self.front[..self.front_len].contains(&line)
-            || self.node_of.get(&line).is_some_and(|&s| s != NIL)
+        self.front[..self.front_len].contains(&line) || self.node_of.contains_key(&line)
     }
 
-    /// Whether `line` was ever accessed and whether it is present now, with one hash lookup
-    /// (a miss is classified by both).
+    /// Whether `line` was ever accessed and whether it is present now (a miss is classified
+    /// by both).
     #[inline]
     pub fn presence(&self, line: u64) -> Presence {
-        if self.front[..self.front_len].contains(&line) {
-            return Presence::Present;
-        }
-        // Every line ever accessed has a node entry (NIL once it left).
-        match self.node_of.get(&line) {
-            None => Presence::Never,
-            Some(&s) if s == NIL => Presence::Gone,
-            Some(_) => Presence::Present,
+        if self.contains(line) {
+            Presence::Present
+        } else if self.ever.contains(line) {
+            Presence::Gone
+        } else {
+            Presence::Never
         }
     }
 
     /// Whether `line` was ever accessed (removals and evictions do not forget it).
     #[inline]
     pub fn ever_accessed(&self, line: u64) -> bool {
-        self.node_of.contains_key(&line)
+        self.ever.contains(line)
     }
 
     /// Removes `line` (a coherence invalidation removes it from any cache).
@@ -239,13 +239,10 @@ impl FaLru {
             self.front[pos..k].rotate_left(1);
             self.front_tag[pos..k].rotate_left(1);
             self.front_len -= 1;
-        } else if let Some(n) = self.node_of.get_mut(&line) {
-            let s = std::mem::replace(n, NIL);
-            if s != NIL {
-                self.unlink(s);
-                self.free.push(s);
-                self.list_len -= 1;
-            }
+        } else if let Some(s) = self.node_of.remove(&line) {
+            self.unlink(s);
+            self.free.push(s);
+            self.list_len -= 1;
         }
     }
 }
@@ -294,11 +291,12 @@ impl Classifier {
 
 #[cfg(test)]
 mod tests {
-    use super::FaLru;
+    use super::{FaLru, Presence};
     use proptest::prelude::*;
 
     proptest! {
-        /// Same hits as a plain list kept in recency order.
+        /// Same hits, and the same presence (never / gone / present), as a plain list kept
+        /// in recency order and the set of lines ever accessed.
         #[test]
         fn matches_naive_lru(
             capacity in 1usize..20,
@@ -306,12 +304,23 @@ mod tests {
         ) {
             let mut fa = FaLru::new(capacity);
             let mut naive: Vec<u64> = Vec::new(); // most recent first
+            let mut ever = std::collections::HashSet::new();
             for (i, (line, op)) in ops.into_iter().enumerate() {
+                let presence = if naive.contains(&line) {
+                    Presence::Present
+                } else if ever.contains(&line) {
+                    Presence::Gone
+                } else {
+                    Presence::Never
+                };
+                prop_assert_eq!(fa.presence(line), presence, "op {} line {}", i, line);
+                prop_assert_eq!(fa.ever_accessed(line), presence != Presence::Never);
                 if op == 0 {
                     fa.remove(line);
                     naive.retain(|&l| l != line);
                     continue;
                 }
+                ever.insert(line);
                 let hit = naive.contains(&line);
                 naive.retain(|&l| l != line);
                 naive.insert(0, line);
