@@ -138,10 +138,17 @@ mod tests {
         whole.flush(&mut log());
         let total: u64 = whole.misses.iter().map(|m| m[0].total()).sum();
         assert_eq!(total, 18, "every miss counted once");
-        assert!(whole
-            .misses
-            .iter()
-            .any(|m| m[0].compulsory > 0 && m[0].capacity > 0));
+        for class in [
+            |m: &MissCounts| m.compulsory,
+            |m: &MissCounts| m.capacity,
+            |m: &MissCounts| m.conflict,
+        ] {
+            assert!(
+                whole.misses.iter().any(|m| class(&m[0]) > 0),
+                "{:?}",
+                whole.misses
+            );
+        }
 
         // The first half, then the rest, as the bound phase's first and last tasks.
         let split = after(|c| {
