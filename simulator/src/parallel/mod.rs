@@ -657,18 +657,23 @@ impl ParallelEngine {
             }
             _ => {
                 // One pass over the quantum for all of this host thread's cores.
-                let mut mine: Vec<MutexGuard<'_, Footprint>> =
-                    cores.map(|c| lock(&self.foots[c])).collect();
+                let mut guards: Vec<MutexGuard<'_, Footprint>> =
+                    cores.clone().map(|c| lock(&self.foots[c])).collect();
+                let mut mine: Vec<&mut Footprint> = guards.iter_mut().map(|g| &mut **g).collect();
+                // Core → its footprint's index in `mine`, or none: a table lookup per event
+                // instead of a division.
+                let mut index_of = vec![u8::MAX; self.cores.len()];
+                for (k, c) in cores.enumerate() {
+                    index_of[c] = k as u8;
+                }
                 for f in &mut mine {
                     f.clear();
                 }
                 for (i, e) in events.iter().enumerate() {
-                    if let Some(c) = self
-                        .table
-                        .core(e.thread)
-                        .filter(|&c| c >= first && (c - first) % step == 0)
-                    {
-                        mine[(c - first) / step].add(i, e, &self.geo);
+                    if let Some(c) = self.table.core(e.thread) {
+                        if let Some(f) = mine.get_mut(index_of[c] as usize) {
+                            f.add(i, e, &self.geo);
+                        }
                     }
                 }
             }

@@ -132,17 +132,22 @@ impl Weave {
         }
         let lists = std::mem::take(&mut self.lists);
         let mut pos = vec![0usize; n];
+        // Each list's next event index, or `u32::MAX` once it is used up (event indices in a
+        // quantum stay below it). Each list is in event order already, and an event belongs
+        // to one core: the smallest head is the earliest event, and it is unique.
+        let head = |l: &Vec<Stamped>, p: usize| l.get(p).map_or(u32::MAX, |s| s.seq);
+        let mut heads: Vec<u32> = lists.iter().map(|l| head(l, 0)).collect();
         loop {
-            // The earliest event's head; each list is in event order already.
-            let mut best: Option<(u32, usize)> = None;
-            for (c, l) in lists.iter().enumerate() {
-                if let Some(s) = l.get(pos[c]) {
-                    if best.is_none_or(|(k, _)| s.seq < k) {
-                        best = Some((s.seq, c));
-                    }
-                }
+            let (c, seq) = heads
+                .iter()
+                .enumerate()
+                .fold(
+                    (0, u32::MAX),
+                    |best, (c, &s)| if s < best.1 { (c, s) } else { best },
+                );
+            if seq == u32::MAX {
+                break;
             }
-            let Some((seq, c)) = best else { break };
             if self.logging {
                 self.log_before(cores);
             }
@@ -151,6 +156,7 @@ impl Weave {
                 pos[c] += 1;
                 self.apply(cores, c, s.req);
             }
+            heads[c] = head(&lists[c], pos[c]);
             if self.logging {
                 self.log_after(seq, cores);
             }
