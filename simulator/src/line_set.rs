@@ -50,7 +50,7 @@ impl LineSet {
         let i = match self.page(page) {
             Some(i) => i,
             None => {
-                // More than 2^32 pages would take over 2 TiB of bitmaps first.
+                // More than 2^32 pages would take 256 GiB of bitmaps first.
                 let i = self.bits.len() as u32;
                 self.bits.push([0; WORDS]);
                 self.pages.insert(page, i);

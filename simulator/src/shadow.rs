@@ -42,13 +42,12 @@ pub struct FaLru {
     front: [u64; FRONT],
     front_tag: [u32; FRONT],
     front_len: usize,
-    /// Lines in the list part → their nodes. Only present lines: the map stays as small as
-    /// the cache, so its lookups mostly hit the host's caches.
+    /// Lines in the list part → their nodes (so its length is the list's). Only present
+    /// lines: the map stays as small as the cache, so its lookups mostly hit the host's
+    /// caches.
     node_of: FxHashMap<u64, u32>,
     /// Every line ever accessed (removals and evictions do not forget it).
     ever: LineSet,
-    /// Lines in the list part.
-    list_len: usize,
     line: Vec<u64>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -67,7 +66,6 @@ impl FaLru {
             front_len: 0,
             node_of: FxHashMap::default(),
             ever: LineSet::default(),
-            list_len: 0,
             line: Vec::new(),
             prev: Vec::new(),
             next: Vec::new(),
@@ -115,7 +113,6 @@ impl FaLru {
         };
         self.line[s as usize] = line;
         self.node_of.insert(line, s);
-        self.list_len += 1;
         self.push_front(s);
     }
 
@@ -176,7 +173,6 @@ impl FaLru {
             Some(s) => {
                 self.unlink(s);
                 self.free.push(s);
-                self.list_len -= 1;
                 true
             }
             None => {
@@ -198,11 +194,10 @@ impl FaLru {
         }
         self.front[0] = line;
         self.front_tag[0] = tag;
-        if self.front_len + self.list_len > self.capacity {
+        if self.front_len + self.node_of.len() > self.capacity {
             let victim = self.tail;
             self.unlink(victim);
             self.node_of.remove(&self.line[victim as usize]);
-            self.list_len -= 1;
             self.free.push(victim);
         }
         hit
@@ -242,7 +237,6 @@ impl FaLru {
         } else if let Some(s) = self.node_of.remove(&line) {
             self.unlink(s);
             self.free.push(s);
-            self.list_len -= 1;
         }
     }
 }
