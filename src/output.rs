@@ -1,21 +1,98 @@
-//! Writing reports: JSON to stdout or a file, numbers for humans.
+//! Writing reports: to stdout without panicking when it fails, to files without destroying
+//! what was there unless the new content is complete, and numbers for humans.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-/// Writes `value` as pretty JSON to stdout (`-`) or to a file.
-pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    if to.as_os_str() == "-" {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{text}")?;
-    } else {
-        std::fs::write(to, text + "\n").with_context(|| format!("writing {}", to.display()))?;
+/// Writes `text` to stdout. `print!` panics when stdout fails (a full disk, a closed pipe);
+/// this returns the error instead, so the command exits 2 with a message.
+pub fn print(text: impl std::fmt::Display) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    write!(out, "{text}")
+        .and_then(|()| out.flush())
+        .context("writing to standard output")
+}
+
+/// [`print`] with a newline.
+pub fn println(text: impl std::fmt::Display) -> Result<()> {
+    print(format_args!("{text}\n"))
+}
+
+/// Writes `bytes` to `path` as a whole (see [`replace_with`]). Refuses to replace a trace
+/// file with something else (a report path mistaken for the trace argument).
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    refuse_to_replace_a_trace(path)?;
+    replace_with(path, |tmp| {
+        std::fs::write(tmp, bytes).with_context(|| format!("writing {}", path.display()))
+    })
+}
+
+/// Makes `path` the file that `write` writes: `write` gets a temporary file next to `path`,
+/// which is renamed over `path` only when `write` succeeded. A full disk, a size limit, an
+/// error or an interruption leaves the previous file as it was (and no half-written one).
+pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "writing {}: {} is not a directory",
+            path.display(),
+            dir.display()
+        );
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix(".cachescope-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .with_context(|| format!("writing {}", path.display()))?;
+    write(tmp.path())?;
+    // A temporary file is private (0600); the result gets the permissions of the file it
+    // replaces, or those of an ordinary new file.
+    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode());
+    std::fs::File::open(tmp.path())
+        .and_then(|f| {
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            f.sync_all()
+        })
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// An error if `path` is an existing cachescope trace.
+pub fn refuse_to_replace_a_trace(path: &Path) -> Result<()> {
+    let magic = &cachescope_schema::frame::MAGIC;
+    let mut head = [0u8; 8];
+    let is_trace = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == magic);
+    if is_trace {
+        bail!(
+            "refusing to overwrite {}: it is a cachescope trace (is an output option missing its \
+             file name?)",
+            path.display()
+        );
     }
     Ok(())
+}
+
+/// Writes `value` as pretty JSON to stdout (`-`) or to a file (as a whole, see
+/// [`write_file`]).
+pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    if to.as_os_str() == "-" {
+        print(text)
+    } else {
+        write_file(to, text.as_bytes())
+    }
 }
 
 /// `1234567` → `1,234,567`.
@@ -39,5 +116,30 @@ mod tests {
         assert_eq!(super::thousands(999), "999");
         assert_eq!(super::thousands(1000), "1,000");
         assert_eq!(super::thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn write_file_replaces_whole_files_and_never_a_trace() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("out.json");
+        super::write_file(&p, b"old").expect("write");
+        super::write_file(&p, b"new").expect("rewrite");
+        assert_eq!(std::fs::read(&p).expect("read"), b"new");
+        let trace = dir.path().join("t.cstrace");
+        let mut bytes = cachescope_schema::frame::MAGIC.to_vec();
+        bytes.extend_from_slice(b"rest of a trace");
+        std::fs::write(&trace, &bytes).expect("write trace");
+        let err = super::write_file(&trace, b"{}").expect_err("a trace is not replaced");
+        assert!(
+            format!("{err:#}").contains("is a cachescope trace"),
+            "{err:#}"
+        );
+        assert_eq!(std::fs::read(&trace).expect("read"), bytes);
+        // Only the target remains: no temporary files are left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }

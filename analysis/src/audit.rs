@@ -57,6 +57,46 @@ impl Default for AuditConfig {
     }
 }
 
+/// An audit setting out of its range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ConfigError {
+    /// The setting, as named in `audit.toml`.
+    pub field: &'static str,
+    /// What is wrong with its value.
+    pub reason: String,
+}
+
+impl AuditConfig {
+    /// Checks every setting's range. A value outside it would not fail loudly later: a NaN
+    /// or a share above 1 makes every threshold unreachable and the audit pass silently.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, reason| Err(ConfigError { field, reason });
+        for (field, v) in [
+            ("min_time_share", self.min_time_share),
+            ("min_line_fraction", self.min_line_fraction),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(field, format!("must be a fraction in 0..=1, not {v}"));
+            }
+        }
+        if let Some(v) = self.penalty_cycles {
+            if !(v.is_finite() && v > 0.0) {
+                return bad("penalty_cycles", format!("must be positive, not {v}"));
+            }
+        }
+        for &l in &self.predict_line_sizes {
+            if !l.is_power_of_two() || !(8..=512).contains(&l) {
+                return bad(
+                    "predict_line_sizes",
+                    format!("each must be a power of two in 8..=512 (like a machine's line size), not {l}"),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What kind of problem a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -205,6 +245,9 @@ pub struct AuditMachine {
 /// Why the audit failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
+    /// A setting is out of range.
+    #[error("audit config: {0}")]
+    Config(#[from] ConfigError),
     /// The trace is unreadable.
     #[error(transparent)]
     Trace(#[from] TraceError),
@@ -221,6 +264,7 @@ pub fn audit(
     model: Option<&MachineModel>,
     config: &AuditConfig,
 ) -> Result<AuditReport, AuditError> {
+    config.validate()?;
     let line = machine.line_size;
     let mut layouts = vec![Layout::recorded(line)];
     for &l in &config.predict_line_sizes {

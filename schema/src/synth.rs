@@ -313,7 +313,21 @@ fn body<W: Write>(p: &GenParams, t: u32, arrays: [u64; 2], e: &mut Emit<'_, W>) 
         Workload::PointerChase => {
             let mut rng = ChaCha8Rng::seed_from_u64(p.seed ^ (t as u64).wrapping_mul(0x9e37));
             let (lo, hi) = share(p.size / 64, t, n);
-            let mut order: Vec<u64> = (lo..hi).collect();
+            // The visiting order is held in memory (8 bytes per line): ask for it first, so
+            // that a size beyond this machine is an error instead of an abort.
+            let mut order: Vec<u64> = Vec::new();
+            order.try_reserve_exact((hi - lo) as usize).map_err(|_| {
+                TraceError::new(
+                    ErrorKind::Usage,
+                    format!(
+                        "pointer-chase over {} bytes needs {} MiB of memory for its visiting \
+                         order, which cannot be allocated here; use a smaller --size",
+                        p.size,
+                        ((hi - lo) * 8) >> 20
+                    ),
+                )
+            })?;
+            order.extend(lo..hi);
             order.shuffle(&mut rng);
             for _ in 0..p.iterations {
                 for &node in &order {

@@ -60,25 +60,35 @@ impl ThreadMapping {
         match s {
             "one-to-one" | "1:1" => Ok(ThreadMapping::OneToOne),
             "round-robin" => Ok(ThreadMapping::RoundRobin),
-            _ => s
-                .split(',')
-                .map(|pair| {
-                    let (t, c) = pair
-                        .split_once(':')
-                        .ok_or_else(|| MappingError(format!("{pair:?}: expected THREAD:CORE")))?;
-                    let t = t
-                        .trim()
-                        .parse()
-                        .map_err(|_| MappingError(format!("{t:?} is not a thread id")))?;
-                    let c = c
-                        .trim()
-                        .parse()
-                        .map_err(|_| MappingError(format!("{c:?} is not a core")))?;
-                    Ok((t, c))
-                })
-                .collect::<Result<_, _>>()
-                .map(ThreadMapping::Explicit),
+            _ => {
+                let mut map = BTreeMap::new();
+                for pair in s.split(',') {
+                    let (t, c) = Self::parse_pair(pair)?;
+                    if let Some(prev) = map.insert(t, c) {
+                        return Err(MappingError(format!(
+                            "thread {t} is mapped twice (to cores {prev} and {c})"
+                        )));
+                    }
+                }
+                Ok(ThreadMapping::Explicit(map))
+            }
         }
+    }
+
+    /// One `THREAD:CORE` pair.
+    fn parse_pair(pair: &str) -> Result<(ThreadId, u32), MappingError> {
+        let (t, c) = pair
+            .split_once(':')
+            .ok_or_else(|| MappingError(format!("{pair:?}: expected THREAD:CORE")))?;
+        let t = t
+            .trim()
+            .parse()
+            .map_err(|_| MappingError(format!("{t:?} is not a thread id")))?;
+        let c = c
+            .trim()
+            .parse()
+            .map_err(|_| MappingError(format!("{c:?} is not a core")))?;
+        Ok((t, c))
     }
 
     /// Places `threads` (ascending) on `cores` cores.
@@ -107,16 +117,28 @@ impl ThreadMapping {
                 .enumerate()
                 .map(|(i, &t)| (t, i as u32 % cores))
                 .collect()),
-            ThreadMapping::Explicit(m) => threads
-                .iter()
-                .map(|t| match m.get(t) {
-                    Some(&c) if c < cores => Ok((*t, c)),
-                    Some(&c) => Err(MappingError(format!(
-                        "core {c} of thread {t} does not exist ({cores} cores)"
-                    ))),
-                    None => Err(MappingError(format!("thread {t} is not mapped"))),
-                })
-                .collect(),
+            ThreadMapping::Explicit(m) => {
+                if let Some(t) = m.keys().find(|t| threads.binary_search(t).is_err()) {
+                    return Err(MappingError(format!(
+                        "thread {t} is mapped but the trace has no such thread (its threads: {})",
+                        threads
+                            .iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                threads
+                    .iter()
+                    .map(|t| match m.get(t) {
+                        Some(&c) if c < cores => Ok((*t, c)),
+                        Some(&c) => Err(MappingError(format!(
+                            "core {c} of thread {t} does not exist ({cores} cores)"
+                        ))),
+                        None => Err(MappingError(format!("thread {t} is not mapped"))),
+                    })
+                    .collect()
+            }
         }
     }
 }

@@ -71,16 +71,30 @@ pub enum Protocol {
 }
 
 fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Int(u64),
-        Text(String),
+    /// Accepts a non-negative integer or a size string; anything else is an error that says
+    /// which field and what is expected (an untagged enum would only say "did not match").
+    struct SizeVisitor;
+    impl serde::de::Visitor<'_> for SizeVisitor {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a size in bytes like 32768, \"32K\" or \"3M\"")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::custom(format!("size: {v} is negative")))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u64, E> {
+            Err(E::custom(format!(
+                "size: {v} is not a whole number of bytes (examples: 32768, \"32K\", \"3M\")"
+            )))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
+            parse_size(v).map_err(|e| E::custom(format!("size: {e}")))
+        }
     }
-    match Raw::deserialize(d)? {
-        Raw::Int(n) => Ok(n),
-        Raw::Text(s) => parse_size(&s).map_err(serde::de::Error::custom),
-    }
+    d.deserialize_any(SizeVisitor)
 }
 
 /// Parses `4096`, `32K`, `3M`, `1G` (powers of 1024).
@@ -393,6 +407,10 @@ impl MachineModel {
                 ("bandwidth.flops_per_cycle", bw.flops_per_cycle),
                 ("bandwidth.page_fault_ns", bw.page_fault_ns),
                 ("bandwidth.ipc_total", bw.ipc_total),
+                (
+                    "bandwidth.false_sharing_penalty_cycles",
+                    bw.false_sharing_penalty_cycles,
+                ),
             ] {
                 if let Some(v) = v {
                     if !(v.is_finite() && v > 0.0) {
@@ -498,6 +516,12 @@ impl MachineModel {
                 .or_else(|_| raw.parse::<f64>().map(toml::Value::Float))
                 .or_else(|_| raw.parse::<bool>().map(toml::Value::Boolean))
                 .unwrap_or_else(|_| toml::Value::String(raw.to_string()));
+            // Checked one override at a time, so that a value of the wrong type is reported
+            // with the override that set it (the text below is generated, its line numbers
+            // mean nothing to the user).
+            if let Err(e) = value.clone().try_into::<MachineModel>() {
+                return Err(bad(e.message().trim().to_string()));
+            }
         }
         let text = toml::to_string(&value).map_err(|e| ModelError {
             source_name: source_name.into(),

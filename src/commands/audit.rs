@@ -13,7 +13,7 @@ use cachescope_schema::TraceFile;
 use cachescope_sim::MachineModel;
 
 use crate::cli::AuditArgs;
-use crate::output::{thousands, write_json};
+use crate::output::{self, thousands, write_json};
 
 /// Exit code when findings exceed the thresholds.
 const EXIT_FINDINGS: u8 = 1;
@@ -39,8 +39,12 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         Some(p) => {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text)
-                .with_context(|| format!("{}: invalid audit config", p.display()))?
+            let config: AuditConfig = toml::from_str(&text)
+                .with_context(|| format!("{}: invalid audit config", p.display()))?;
+            config
+                .validate()
+                .with_context(|| format!("{}: invalid audit config", p.display()))?;
+            config
         }
         None => AuditConfig::default(),
     };
@@ -70,7 +74,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
                 )
             })
             .collect();
-        std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        output::write_file(p, text.as_bytes())?;
     }
     if let Some(p) = &args.sarif {
         let root = match &args.repo_root {
@@ -82,7 +86,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     }
     match &args.json.json {
         Some(to) => write_json(&report, to)?,
-        None => print!("{}", render(&args.trace, &report, baseline.len())),
+        None => output::print(render(&args.trace, &report, baseline.len()))?,
     }
     Ok(if report.fails() {
         ExitCode::from(EXIT_FINDINGS)

@@ -12,7 +12,7 @@ use cachescope_sim::{
 };
 
 use crate::cli::BandwidthArgs;
-use crate::output::write_json;
+use crate::output::{self, write_json};
 
 /// Runs `cachescope bandwidth`.
 pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
@@ -23,7 +23,7 @@ pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
     }
     match &a.json.json {
         Some(to) => write_json(&analysis, to)?,
-        None => print!("{}", text::summary(&analysis)),
+        None => output::print(text::summary(&analysis))?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -27,7 +27,7 @@ use super::audit::{audit_machine, render as render_audit};
 use super::simulate::render as render_simulation;
 use super::trace::render_info;
 use crate::cli::DemoArgs;
-use crate::output::{thousands, write_json};
+use crate::output::{self, thousands, write_json};
 
 /// What the demo explains about a program.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -82,11 +82,11 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         let src = out.join(format!("{name}.c"));
         std::fs::write(&src, source).with_context(|| format!("writing {}", src.display()))?;
         let bin = out.join(name);
-        println!("== {name}");
-        println!(
+        output::println(format_args!("== {name}"))?;
+        output::println(format_args!(
             "1/5 building with `cachescope cc -O2 -fopenmp` -> {}",
             bin.display()
-        );
+        ))?;
         let status = Command::new(&exe)
             .args(["cc", "-O2", "-fopenmp"])
             .arg(&src)
@@ -101,7 +101,10 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             );
         }
         let trace_path = out.join(format!("{name}.cstrace"));
-        println!("2/5 recording with 2 threads -> {}", trace_path.display());
+        output::println(format_args!(
+            "2/5 recording with 2 threads -> {}",
+            trace_path.display()
+        ))?;
         let outcome = record(&RecordOptions {
             program: bin.clone(),
             args: prog_args.iter().map(OsString::from).collect(),
@@ -121,7 +124,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 }
             );
         }
-        println!("3/5 verifying every chunk");
+        output::println(format_args!("3/5 verifying every chunk"))?;
         let report = verify_file(&trace_path)?;
         if let Some(problem) = report.problem() {
             bail!("the recorded trace does not verify: {problem}");
@@ -141,7 +144,9 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &report,
         )?);
 
-        println!("4/5 simulating on ivybridge-4c (exact engine)");
+        output::println(format_args!(
+            "4/5 simulating on ivybridge-4c (exact engine)"
+        ))?;
         let (sim, bandwidth) = match analysis {
             Analysis::Audit => (
                 simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?,
@@ -168,10 +173,12 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &format!("{name}.simulate.json"),
             &sim,
         )?);
-        println!("\n{info}\n{sim_text}");
+        output::println(format_args!("\n{info}\n{sim_text}"))?;
 
         if let Some(timeline) = bandwidth {
-            println!("5/5 bandwidth requirements, dominance and runtime estimate");
+            output::println(format_args!(
+                "5/5 bandwidth requirements, dominance and runtime estimate"
+            ))?;
             let mut symbols = Symbolizer::new(trace.modules());
             let root = std::env::current_dir().context("current directory")?;
             let a = analyse(&timeline, &model.name, &mut symbols, &root);
@@ -185,7 +192,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             let plots = out.join(format!("{name}.bandwidth-svg"));
             let files = svg::write_all(&a, &plots)?;
             written.extend(files);
-            println!("{text}");
+            output::println(format_args!("{text}"))?;
             let memory: u64 = a
                 .series
                 .iter()
@@ -201,7 +208,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             continue;
         }
 
-        println!("5/5 false-sharing audit");
+        output::println(format_args!("5/5 false-sharing audit"))?;
         let report = audit(
             &trace,
             audit_machine(&model),
@@ -219,28 +226,28 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &format!("{name}.audit.json"),
             &report,
         )?);
-        println!("{audit_text}");
+        output::println(format_args!("{audit_text}"))?;
         results.push((*name, summary.accesses, coherence_false(&sim)));
     }
-    println!("summary (2 threads, ivybridge-4c):");
+    output::println(format_args!("summary (2 threads, ivybridge-4c):"))?;
     for (name, accesses, false_misses) in &results {
-        println!(
+        output::println(format_args!(
             "  {name:<22} {:>12} accesses {:>12} L1 false-sharing misses",
             thousands(*accesses),
             thousands(*false_misses)
-        );
+        ))?;
     }
     for (name, memory, seconds, dominant) in &bandwidth_results {
-        println!(
+        output::println(format_args!(
             "  {name:<22} {:>12} memory bytes {:>9.2} ms estimated, dominant limit: {}",
             thousands(*memory),
             seconds * 1e3,
             dominant.as_deref().unwrap_or("none")
-        );
+        ))?;
     }
-    println!("reports in {}:", out.display());
+    output::println(format_args!("reports in {}:", out.display()))?;
     for p in written {
-        println!("  {}", p.display());
+        output::println(format_args!("  {}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -255,7 +262,7 @@ fn coherence_false(sim: &SimReport) -> u64 {
 
 fn write_report(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
     let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    output::write_file(&path, text.as_bytes())?;
     Ok(path)
 }
 

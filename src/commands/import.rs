@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use cachescope_tracer::import::lackey;
 
-use crate::output::thousands;
+use crate::output::{self, thousands};
 
 /// Imports Lackey output from `input` (`-` = stdin) into the trace `output`.
 pub fn lackey(input: &Path, output: &Path, program: &str) -> Result<ExitCode> {
@@ -40,12 +40,12 @@ pub fn lackey(input: &Path, output: &Path, program: &str) -> Result<ExitCode> {
     out.flush()?;
     drop(out);
     std::fs::rename(&tmp, output).with_context(|| format!("renaming to {}", output.display()))?;
-    println!(
+    output::println(format_args!(
         "wrote {}: {} instruction fetches, {} data accesses from {} lines",
         output.display(),
         thousands(stats.fetches),
         thousands(stats.data),
         thousands(stats.lines)
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

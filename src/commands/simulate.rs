@@ -13,7 +13,7 @@ use cachescope_sim::{
 };
 
 use crate::cli::SimulateArgs;
-use crate::output::{thousands, write_json};
+use crate::output::{self, thousands, write_json};
 
 /// Runs `cachescope simulate`.
 pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
@@ -51,7 +51,7 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     };
     match &a.json.json {
         Some(to) => write_json(&report, to)?,
-        None => print!("{}", render(&a.trace.display().to_string(), &report)),
+        None => output::print(render(&a.trace.display().to_string(), &report))?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,15 +5,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cachescope_schema::synth::{generate_file, GenParams};
+use cachescope_schema::synth::{generate, GenParams};
 use cachescope_schema::{
     verify_file, Event, EventKind, OpenOptions, TraceFile, TraceSummary, VerifyReport,
+    DEFAULT_CHUNK_EVENTS,
 };
 use serde::Serialize;
 
 use super::EXIT_BAD_INPUT;
 use crate::cli::GenArgs;
-use crate::output::{thousands, write_json};
+use crate::output::{self, thousands, write_json};
 
 fn open(path: &Path, allow_incomplete: bool) -> Result<TraceFile> {
     let trace = TraceFile::open_with(path, OpenOptions { allow_incomplete })?;
@@ -31,7 +32,7 @@ pub fn info(path: &Path, allow_incomplete: bool, json: Option<&Path>) -> Result<
         write_json(&s, to)?;
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", render_info(path, &s));
+    output::print(render_info(path, &s))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -197,7 +198,7 @@ pub fn verify(path: &Path, json: Option<&Path>) -> Result<ExitCode> {
     if let Some(to) = json {
         write_json(&report, to)?;
     } else {
-        print!("{}", render_verify(path, &report));
+        output::print(render_verify(path, &report))?;
     }
     Ok(match report.problem() {
         None => ExitCode::SUCCESS,
@@ -268,10 +269,26 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
         stride: a.stride,
         padded: a.padded,
     };
-    generate_file(&p, &a.output)?;
+    // Generated and checked next to the output first: a failing or interrupted run leaves an
+    // existing file as it was.
+    output::replace_with(&a.output, |tmp| {
+        let what = || format!("generating {}", a.output.display());
+        let file = std::fs::File::create(tmp).with_context(what)?;
+        let out = generate(
+            &p,
+            BufWriter::with_capacity(1 << 20, file),
+            DEFAULT_CHUNK_EVENTS,
+        )
+        .with_context(what)?;
+        out.into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(what)?;
+        TraceFile::open(tmp).with_context(|| format!("re-reading {}", a.output.display()))?;
+        Ok(())
+    })?;
     let trace =
         TraceFile::open(&a.output).with_context(|| format!("re-reading {}", a.output.display()))?;
-    println!(
+    output::println(format_args!(
         "wrote {}: {} {} thread(s), {} events, {} bytes ({:.3} bytes/event)",
         a.output.display(),
         a.workload,
@@ -279,6 +296,6 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
         thousands(trace.event_count()),
         thousands(trace.file_len()),
         trace.file_len() as f64 / trace.event_count().max(1) as f64
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

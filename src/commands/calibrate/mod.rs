@@ -19,7 +19,7 @@ mod false_sharing;
 mod ipc;
 
 use std::fmt::Write as _;
-use std::io::{Read, Write as _};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ use cachescope_sim::MachineModel;
 use serde::Serialize;
 
 use crate::cli::CalibrateArgs;
-use crate::output::write_json;
+use crate::output::{self, write_json};
 
 /// Where the clock frequency came from.
 #[derive(Debug, Clone, Serialize)]
@@ -166,7 +166,7 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
             let _ = writeln!(o, "wrote all measurements to {}", to.display());
         }
         let _ = writeln!(o, "calibration took {runtime_s:.1} s");
-        print!("{o}");
+        output::print(o)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -210,7 +210,7 @@ fn write_model(
     text.push_str(&model.to_toml());
     MachineModel::from_toml(&text, &path.display().to_string())
         .with_context(|| format!("the calibrated model for {} does not load", path.display()))?;
-    write_atomically(path, &text)
+    output::write_file(path, text.as_bytes())
 }
 
 /// Fails early (before minutes of measuring) when the model could not be written to `path`.
@@ -229,34 +229,6 @@ fn check_writable(path: &Path) -> Result<()> {
             dir.display()
         );
     }
-    Ok(())
-}
-
-/// Writes `text` to a temporary file in `path`'s directory and renames it to `path`.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".cachescope-model-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    // Keep an existing file's permissions; a new one gets rw-r--r-- like an ordinary write
-    // (the temporary file is created rw-------).
-    let perms = std::fs::metadata(path)
-        .map(|m| m.permissions())
-        .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
-    std::fs::set_permissions(tmp.path(), perms)
-        .with_context(|| format!("setting the permissions of {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

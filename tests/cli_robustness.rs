@@ -1,0 +1,214 @@
+//! Failing outputs and out-of-range settings across commands: exit 2 with a message that says
+//! what, never a panic, and files that were there before stay as they were.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use support::{assert_exit_2, cli as cachescope, stderr};
+
+fn gen(dir: &Path, name: &str, workload: &str, size: &str) -> PathBuf {
+    let path = dir.join(name);
+    let o = cachescope(&[
+        "trace",
+        "gen",
+        workload,
+        "-o",
+        path.to_str().unwrap(),
+        "--threads",
+        "2",
+        "--size",
+        size,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}
+
+/// `cachescope ARGS` with files limited to 1 KiB (`ulimit -f 1`, SIGXFSZ ignored so that a
+/// write past the limit fails with EFBIG like a full disk would).
+fn with_file_size_limit(args: &[&str]) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"")
+        .arg(support::cachescope())
+        .args(args)
+        .output()
+        .expect("run sh")
+}
+
+/// Names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn failing_stdout_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    for args in [
+        vec!["simulate", ts],
+        vec!["bandwidth", ts],
+        vec!["trace", "info", ts],
+        vec!["trace", "verify", ts],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(support::cachescope())
+            .args(&args)
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        assert_exit_2(&o, "writing to standard output");
+    }
+}
+
+#[test]
+fn outputs_are_replaced_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let trace_bytes = std::fs::read(&t).unwrap();
+
+    // A report too large for the limit: the old report stays.
+    let json = dir.path().join("out.json");
+    std::fs::write(&json, "old").unwrap();
+    let o = with_file_size_limit(&["simulate", ts, "--json", json.to_str().unwrap()]);
+    assert_exit_2(&o, "writing");
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "old");
+
+    // A generated trace too large for the limit: the old trace stays, readable.
+    let keep = gen(dir.path(), "keep.cstrace", "stream", "16K");
+    let keep_bytes = std::fs::read(&keep).unwrap();
+    let o = with_file_size_limit(&[
+        "trace",
+        "gen",
+        "stream",
+        "-o",
+        keep.to_str().unwrap(),
+        "--size",
+        "4M",
+    ]);
+    assert_exit_2(&o, "keep.cstrace");
+    assert_eq!(std::fs::read(&keep).unwrap(), keep_bytes);
+    assert!(cachescope(&["trace", "verify", keep.to_str().unwrap()])
+        .status
+        .success());
+
+    // `--json` given without a file name takes the trace argument as its file: a trace is
+    // never replaced by a report.
+    let o = cachescope(&["simulate", "--json", ts, ts]);
+    assert_exit_2(&o, "is a cachescope trace");
+    assert_eq!(std::fs::read(&t).unwrap(), trace_bytes);
+
+    // No temporary files are left behind by the failed runs.
+    assert_eq!(
+        listing(dir.path()),
+        ["keep.cstrace", "out.json", "t.cstrace"]
+    );
+
+    // A successful run replaces the report, with ordinary permissions.
+    let o = cachescope(&["simulate", ts, "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["engine"], "exact");
+    use std::os::unix::fs::PermissionsExt;
+    let new = dir.path().join("new.json");
+    let o = cachescope(&["simulate", ts, "--json", new.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mode = std::fs::metadata(&new).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "{mode:o}");
+}
+
+#[test]
+fn thread_mappings_must_name_each_trace_thread_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--map", "0:0,0:1,1:1"]),
+        "thread 0 is mapped twice (to cores 0 and 1)",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--map", "5:0,0:0,1:1"]),
+        "thread 5 is mapped but the trace has no such thread (its threads: 0, 1)",
+    );
+    assert!(cachescope(&["simulate", ts, "--map", "0:1,1:0"])
+        .status
+        .success());
+}
+
+#[test]
+fn model_values_of_the_wrong_kind_name_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--set", "levels.L1.size=-1"]),
+        "levels.L1.size=-1: size: -1 is negative",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--set", "cores="]),
+        "cores=: invalid type",
+    );
+    let preset = include_str!("../simulator/presets/ivybridge-4c.toml");
+    let m = dir.path().join("m.toml");
+    std::fs::write(&m, preset.replace("size = \"32K\"", "size = 1.5")).unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--machine", m.to_str().unwrap()]),
+        "size: 1.5 is not a whole number of bytes",
+    );
+    std::fs::write(
+        &m,
+        preset.replace(
+            "false_sharing_penalty_cycles = 125.0",
+            "false_sharing_penalty_cycles = -5.0",
+        ),
+    )
+    .unwrap();
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--machine", m.to_str().unwrap()]),
+        "bandwidth.false_sharing_penalty_cycles",
+    );
+}
+
+#[test]
+fn audit_settings_out_of_range_exit_2_instead_of_passing() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let cfg = dir.path().join("audit.toml");
+    for (setting, expect) in [
+        (
+            "min_line_fraction = nan",
+            "min_line_fraction: must be a fraction",
+        ),
+        ("min_time_share = 2.0", "min_time_share: must be a fraction"),
+        (
+            "min_time_share = -0.5",
+            "min_time_share: must be a fraction",
+        ),
+        ("penalty_cycles = 0", "penalty_cycles: must be positive"),
+        (
+            "predict_line_sizes = [0, 48]",
+            "predict_line_sizes: each must be",
+        ),
+    ] {
+        std::fs::write(&cfg, setting).unwrap();
+        let o = cachescope(&["audit", ts, "--config", cfg.to_str().unwrap()]);
+        assert_exit_2(&o, expect);
+        assert!(stderr(&o).contains("audit.toml"), "{}", stderr(&o));
+    }
+    // In range, the same trace fails the audit (exit 1): the checks above did not pass it.
+    std::fs::write(&cfg, "min_time_share = 0.001").unwrap();
+    let o = cachescope(&["audit", ts, "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
