@@ -74,8 +74,8 @@ pub struct CalibrateArgs {
     /// instead of ~40 ms each (noisier figures).
     #[arg(long)]
     pub quick: bool,
-    /// Modify operations per thread and run (rounded to a multiple of 64).
-    #[arg(long, default_value_t = 1 << 24)]
+    /// Modify operations per thread and run (at least 64; rounded down to a multiple of 64).
+    #[arg(long, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(64..))]
     pub ops: u64,
     /// Also write all measurements as JSON to FILE; `--json` alone or `--json -`: JSON on
     /// stdout instead of the summary.

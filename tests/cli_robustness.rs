@@ -212,3 +212,25 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
     let o = cachescope(&["audit", ts, "--config", cfg.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+#[test]
+fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "keep").unwrap();
+    assert_exit_2(
+        &cachescope(&[
+            "bandwidth",
+            t.to_str().unwrap(),
+            "--svg",
+            file.to_str().unwrap(),
+        ]),
+        "is not a directory",
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    assert_exit_2(
+        &cachescope(&["calibrate", "--false-sharing", "--ops", "0"]),
+        "--ops",
+    );
+}

@@ -37,6 +37,12 @@ const DOMINANCE_FILE: &str = "dominance.svg";
 /// Writes every plot into `dir` (created if missing) and returns the files written: one
 /// bandwidth-curve file per series with a nonzero volume, then [`DOMINANCE_FILE`].
 pub fn write_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<PathBuf>, SvgError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(SvgError {
+            path: dir.to_path_buf(),
+            reason: "exists and is not a directory (the plots go into a directory)".into(),
+        });
+    }
     fs::create_dir_all(dir).map_err(|e| SvgError {
         path: dir.to_path_buf(),
         reason: e.to_string(),
