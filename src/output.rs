@@ -35,10 +35,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// which is renamed over `path` only when `write` succeeded. A full disk, a size limit, an
 /// error or an interruption leaves the previous file as it was (and no half-written one).
 pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = parent_dir(path);
     if !dir.is_dir() {
         bail!(
             "writing {}: {} is not a directory",
@@ -65,6 +62,14 @@ pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
         .map_err(|e| e.error)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// An error if `path` is an existing cachescope trace.

@@ -9,20 +9,7 @@ use std::process::{Command, Stdio};
 use support::{assert_exit_2, cli as cachescope, stderr};
 
 fn gen(dir: &Path, name: &str, workload: &str, size: &str) -> PathBuf {
-    let path = dir.join(name);
-    let o = cachescope(&[
-        "trace",
-        "gen",
-        workload,
-        "-o",
-        path.to_str().unwrap(),
-        "--threads",
-        "2",
-        "--size",
-        size,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    path
+    support::gen_trace(dir, name, workload, &["--threads", "2", "--size", size])
 }
 
 /// `cachescope ARGS` with files limited to 1 KiB (`ulimit -f 1`, SIGXFSZ ignored so that a

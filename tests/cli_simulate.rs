@@ -7,22 +7,9 @@ use std::path::{Path, PathBuf};
 use support::{assert_exit_2, cli as cachescope, stderr};
 
 fn gen(dir: &Path, workload: &str, threads: &str) -> PathBuf {
-    let path = dir.join(format!("{workload}.cstrace"));
-    let o = cachescope(&[
-        "trace",
-        "gen",
-        workload,
-        "-o",
-        path.to_str().unwrap(),
-        "--threads",
-        threads,
-        "--size",
-        "16K",
-        "--iterations",
-        "2",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    path
+    let name = format!("{workload}.cstrace");
+    let extra = ["--threads", threads, "--size", "16K", "--iterations", "2"];
+    support::gen_trace(dir, &name, workload, &extra)
 }
 
 #[test]

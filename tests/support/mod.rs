@@ -139,3 +139,13 @@ pub fn assert_exit_2(o: &Output, expect: &str) {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains(expect), "expected {expect:?} in {err}");
 }
+
+/// Generates a synthetic trace `dir/name` with `trace gen WORKLOAD` and `extra` arguments.
+pub fn gen_trace(dir: &Path, name: &str, workload: &str, extra: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let mut args = vec!["trace", "gen", workload, "-o", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = cli(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}

@@ -218,10 +218,7 @@ fn check_writable(path: &Path) -> Result<()> {
     if path.is_dir() {
         bail!("-o {}: is a directory, not a model file", path.display());
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = output::parent_dir(path);
     if !dir.is_dir() {
         bail!(
             "-o {}: the directory {} does not exist",
