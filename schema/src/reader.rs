@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::chunk::ChunkDecoder;
+use crate::chunk::{clock_advance, ChunkDecoder};
 use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::{Event, ThreadId};
 use crate::frame::FRAME_HEADER_BYTES;
@@ -69,25 +69,62 @@ impl TraceFile {
                 s.chunks.len()
             );
         }
-        let mut threads = s.threads;
-        if let Some(t) = &s.trailer {
-            for totals in &t.threads {
-                if let Some(summary) = threads.get_mut(&totals.thread) {
-                    summary.end_time = totals.end_time;
-                }
-            }
-        }
-        Ok(TraceFile {
+        let mut trace = TraceFile {
             path: path.to_path_buf(),
             file: Arc::new(file),
             header,
             late_modules: s.late_modules,
             chunks: s.chunks,
-            threads,
+            threads: s.threads,
             trailer: s.trailer,
             damage,
             file_len,
-        })
+        };
+        trace.settle_end_times(options)?;
+        Ok(trace)
+    }
+
+    /// Sets each thread's end time from its events (the scan only knows where its last chunk
+    /// starts): one chunk per thread is decoded. The trailer's end times are claims to check
+    /// against them, not figures to show: a mismatch is an error, or the damage of a trace
+    /// opened with `allow_incomplete`.
+    fn settle_end_times(&mut self, options: OpenOptions) -> Result<()> {
+        let unit = self.header.time_unit;
+        let mut buf = Vec::new();
+        let threads: Vec<ThreadId> = self.threads.keys().copied().collect();
+        for t in threads {
+            let mut cursor = self.thread_cursor(t)?;
+            let Some(last) = cursor.chunks.len().checked_sub(1) else {
+                continue;
+            };
+            cursor.next_chunk = last;
+            let start = cursor.chunks[last].meta.start_time;
+            cursor.next_chunk_into(&mut buf)?;
+            let end = start.wrapping_add(clock_advance(&buf, unit));
+            if let Some(summary) = self.threads.get_mut(&t) {
+                summary.end_time = end;
+            }
+            let claimed = self
+                .trailer
+                .as_ref()
+                .and_then(|tr| tr.threads.iter().find(|x| x.thread == t))
+                .map(|x| x.end_time);
+            if let Some(claimed) = claimed.filter(|&c| c != end) {
+                let err = TraceError::new(
+                    ErrorKind::Inconsistent,
+                    format!(
+                        "trailer says thread {t} ends at time {claimed}, its events end at {end}"
+                    ),
+                )
+                .at_path(&self.path)
+                .in_thread(t);
+                if !options.allow_incomplete {
+                    return Err(err);
+                }
+                self.damage.get_or_insert(err);
+            }
+        }
+        Ok(())
     }
 
     /// The file's path.

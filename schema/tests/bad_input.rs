@@ -2,7 +2,7 @@
 //! `verify` recovers exactly the complete chunks before the damage.
 
 use cachescope_schema::frame::{write_frame, FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
-use cachescope_schema::record::{encode_chunk, ChunkMeta};
+use cachescope_schema::record::{encode_chunk, encode_trailer, ChunkMeta};
 use cachescope_schema::synth::{generate, GenParams, Workload};
 use cachescope_schema::{verify_file, ErrorKind, OpenOptions, TraceFile};
 
@@ -249,4 +249,42 @@ fn data_after_the_trailer_is_inconsistent() {
     });
     let single = with_file(&bytes, |p| TraceFile::open(p).unwrap().event_count());
     assert_eq!(events, single);
+}
+
+#[test]
+fn a_trailer_end_time_its_events_contradict_is_inconsistent() {
+    let (bytes, ends) = sample();
+    let (trailer, true_end) = with_file(&bytes, |p| {
+        let f = TraceFile::open(p).unwrap();
+        (f.trailer().unwrap().clone(), f.threads()[&0].end_time)
+    });
+    assert_eq!(trailer.threads[0].end_time, true_end);
+    let mut lying = trailer.clone();
+    lying.threads[0].end_time = 1 << 59;
+    // The trailer is the frame after the last chunk (a synthetic trace has no module records).
+    let at = ends.last().unwrap().0;
+    let bad = replace_frame(&bytes, at, &encode_trailer(&lying));
+    let err = with_file(&bad, |p| TraceFile::open(p).err().expect("must not open"));
+    assert_eq!(err.kind, ErrorKind::Inconsistent, "{err}");
+    assert_eq!(err.thread, Some(0), "{err}");
+    assert!(
+        err.message.contains(&format!(
+            "ends at time {}, its events end at {true_end}",
+            1u64 << 59
+        )),
+        "{err}"
+    );
+    // Read on request, with the events' end time (not the trailer's) and the damage kept.
+    let (end, damage) = with_file(&bad, |p| {
+        let f = TraceFile::open_with(
+            p,
+            OpenOptions {
+                allow_incomplete: true,
+            },
+        )
+        .unwrap();
+        (f.threads()[&0].end_time, f.damage().cloned())
+    });
+    assert_eq!(end, true_end);
+    assert_eq!(damage.map(|d| d.kind), Some(ErrorKind::Inconsistent));
 }
