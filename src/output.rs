@@ -34,8 +34,14 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Makes `path` the file that `write` writes: `write` gets a temporary file next to `path`,
 /// which is renamed over `path` only when `write` succeeded. A full disk, a size limit, an
 /// error or an interruption leaves the previous file as it was (and no half-written one).
+/// A symbolic link's target is replaced, not the link. Something that is not a regular file
+/// (`/dev/null`, `/dev/stdout`, a pipe) cannot be replaced: `write` writes to it directly.
 pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let dir = parent_dir(path);
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return write(path);
+    }
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = parent_dir(&target);
     if !dir.is_dir() {
         bail!(
             "writing {}: {} is not a directory",
@@ -51,14 +57,14 @@ pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
     write(tmp.path())?;
     // A temporary file is private (0600); the result gets the permissions of the file it
     // replaces, or those of an ordinary new file.
-    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode());
+    let mode = std::fs::metadata(&target).map_or(0o644, |m| m.permissions().mode());
     std::fs::File::open(tmp.path())
         .and_then(|f| {
             f.set_permissions(std::fs::Permissions::from_mode(mode))?;
             f.sync_all()
         })
         .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
+    tmp.persist(&target)
         .map_err(|e| e.error)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
@@ -76,9 +82,11 @@ pub fn parent_dir(path: &Path) -> &Path {
 pub fn refuse_to_replace_a_trace(path: &Path) -> Result<()> {
     let magic = &cachescope_schema::frame::MAGIC;
     let mut head = [0u8; 8];
-    let is_trace = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| &head == magic);
+    // Only regular files are read: opening a terminal or a pipe to look would block.
+    let is_trace = std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok_and(|()| &head == magic);
     if is_trace {
         bail!(
             "refusing to overwrite {}: it is a cachescope trace (is an output option missing its \
@@ -140,6 +148,18 @@ mod tests {
             "{err:#}"
         );
         assert_eq!(std::fs::read(&trace).expect("read"), bytes);
+        // A link's target is replaced and the link stays a link.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&p, &link).expect("symlink");
+        super::write_file(&link, b"through the link").expect("write via link");
+        assert!(std::fs::symlink_metadata(&link)
+            .expect("lstat")
+            .is_symlink());
+        assert_eq!(std::fs::read(&p).expect("read"), b"through the link");
+        std::fs::remove_file(&link).expect("rm link");
+        // A device is written, not replaced.
+        super::write_file(std::path::Path::new("/dev/null"), b"x").expect("/dev/null");
+        assert!(!std::fs::metadata("/dev/null").expect("stat").is_file());
         // Only the target remains: no temporary files are left behind.
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .expect("ls")
