@@ -14,7 +14,7 @@ use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::{Event, ThreadId};
 use crate::frame::FRAME_HEADER_BYTES;
 use crate::merge::MergedEvents;
-use crate::record::{decode_record, ModuleInfo, Record, TraceHeader, Trailer};
+use crate::record::{decode_record, ModuleInfo, Record, TimeUnit, TraceHeader, Trailer};
 use crate::scan::{scan, ChunkIndex, ThreadSummary};
 
 /// How strictly [`TraceFile::open_with`] treats damage.
@@ -89,7 +89,6 @@ impl TraceFile {
     /// against them, not figures to show: a mismatch is an error, or the damage of a trace
     /// opened with `allow_incomplete`.
     fn settle_end_times(&mut self, options: OpenOptions) -> Result<()> {
-        let unit = self.header.time_unit;
         let mut buf = Vec::new();
         let threads: Vec<ThreadId> = self.threads.keys().copied().collect();
         for t in threads {
@@ -98,9 +97,9 @@ impl TraceFile {
                 continue;
             };
             cursor.next_chunk = last;
-            let start = cursor.chunks[last].meta.start_time;
+            cursor.clock = cursor.chunks[last].meta.start_time;
             cursor.next_chunk_into(&mut buf)?;
-            let end = start.wrapping_add(clock_advance(&buf, unit));
+            let end = cursor.clock;
             if let Some(summary) = self.threads.get_mut(&t) {
                 summary.end_time = end;
             }
@@ -192,6 +191,8 @@ impl TraceFile {
             thread,
             chunks: summary.chunks.iter().map(|&i| self.chunks[i]).collect(),
             next_chunk: 0,
+            unit: self.header.time_unit,
+            clock: 0,
             decoder: ChunkDecoder::default(),
             payload: Vec::new(),
             events: Vec::new(),
@@ -226,6 +227,10 @@ pub struct ThreadCursor {
     thread: ThreadId,
     chunks: Vec<ChunkIndex>,
     next_chunk: usize,
+    unit: TimeUnit,
+    /// The thread's own clock after the chunks read so far: where the next chunk must start
+    /// (the chunks' start times are checked like `verify` checks them).
+    clock: u64,
     decoder: ChunkDecoder,
     payload: Vec<u8>,
     events: Vec<Event>,
@@ -264,7 +269,20 @@ impl ThreadCursor {
         }
         match decode_record(&self.payload).map_err(ctx)? {
             Record::Chunk(chunk) if chunk.meta == c.meta => {
+                if c.meta.start_time != self.clock {
+                    return Err(ctx(TraceError::new(
+                        ErrorKind::Inconsistent,
+                        format!(
+                            "chunk starts at time {} but the thread's clock is at {}",
+                            c.meta.start_time, self.clock
+                        ),
+                    )));
+                }
                 self.decoder.decode(&chunk, out).map_err(ctx)?;
+                self.clock = c
+                    .meta
+                    .start_time
+                    .wrapping_add(clock_advance(out, self.unit));
                 Ok(true)
             }
             _ => Err(ctx(TraceError::new(

@@ -2,7 +2,7 @@
 //! `verify` recovers exactly the complete chunks before the damage.
 
 use cachescope_schema::frame::{write_frame, FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
-use cachescope_schema::record::{encode_chunk, encode_trailer, ChunkMeta};
+use cachescope_schema::record::{decode_record, encode_chunk, encode_trailer, ChunkMeta, Record};
 use cachescope_schema::synth::{generate, GenParams, Workload};
 use cachescope_schema::{verify_file, ErrorKind, OpenOptions, TraceFile};
 
@@ -287,4 +287,41 @@ fn a_trailer_end_time_its_events_contradict_is_inconsistent() {
     });
     assert_eq!(end, true_end);
     assert_eq!(damage.map(|d| d.kind), Some(ErrorKind::Inconsistent));
+}
+
+#[test]
+fn a_chunk_starting_off_its_threads_clock_is_inconsistent_when_read() {
+    let (bytes, _) = sample();
+    let at = first_chunk_offset(&bytes);
+    let off = at as usize;
+    let len = u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
+    let Record::Chunk(c) = decode_record(&bytes[off + 8..off + 8 + len]).unwrap() else {
+        panic!("the first frame after the header is a chunk");
+    };
+    let mut m = c.meta;
+    m.start_time = 0xffff_ffff;
+    let bad = replace_frame(&bytes, at, &encode_chunk(&m, &c.column_lengths, &c.data));
+    with_file(&bad, |p| {
+        let report = verify_file(p).unwrap();
+        assert_eq!(report.damage_kind, Some(ErrorKind::Inconsistent));
+        // Reading checks the same chain of start times as verify does: the events are not
+        // used as if nothing were wrong.
+        let f = TraceFile::open_with(
+            p,
+            OpenOptions {
+                allow_incomplete: true,
+            },
+        )
+        .unwrap();
+        let err = f.thread_events(0).unwrap().find_map(Result::err).unwrap();
+        assert_eq!(err.kind, ErrorKind::Inconsistent, "{err}");
+        assert!(
+            err.message.contains("chunk starts at time 4294967295"),
+            "{err}"
+        );
+        assert_eq!(
+            (err.offset, err.chunk, err.thread),
+            (Some(at), Some(0), Some(0))
+        );
+    });
 }
