@@ -221,3 +221,22 @@ fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
         "--ops",
     );
 }
+
+#[test]
+fn importing_a_log_without_lackey_records_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.cstrace");
+    std::fs::write(&out, "precious").unwrap();
+    let log = dir.path().join("empty.lackey");
+    std::fs::write(&log, "==123== Lackey, an example Valgrind tool\n").unwrap();
+    let o = cachescope(&[
+        "import",
+        "lackey",
+        log.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_exit_2(&o, "no Lackey records in 1 lines");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
+    assert_eq!(listing(dir.path()), ["empty.lackey", "t.cstrace"]);
+}
