@@ -124,7 +124,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 }
             );
         }
-        output::println(format_args!("3/5 verifying every chunk"))?;
+        output::println("3/5 verifying every chunk")?;
         let report = verify_file(&trace_path)?;
         if let Some(problem) = report.problem() {
             bail!("the recorded trace does not verify: {problem}");
@@ -144,9 +144,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             &report,
         )?);
 
-        output::println(format_args!(
-            "4/5 simulating on ivybridge-4c (exact engine)"
-        ))?;
+        output::println("4/5 simulating on ivybridge-4c (exact engine)")?;
         let (sim, bandwidth) = match analysis {
             Analysis::Audit => (
                 simulate_exact(&trace, &model, &ThreadMapping::OneToOne)?,
@@ -176,9 +174,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         output::println(format_args!("\n{info}\n{sim_text}"))?;
 
         if let Some(timeline) = bandwidth {
-            output::println(format_args!(
-                "5/5 bandwidth requirements, dominance and runtime estimate"
-            ))?;
+            output::println("5/5 bandwidth requirements, dominance and runtime estimate")?;
             let mut symbols = Symbolizer::new(trace.modules());
             let root = std::env::current_dir().context("current directory")?;
             let a = analyse(&timeline, &model.name, &mut symbols, &root);
@@ -208,7 +204,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             continue;
         }
 
-        output::println(format_args!("5/5 false-sharing audit"))?;
+        output::println("5/5 false-sharing audit")?;
         let report = audit(
             &trace,
             audit_machine(&model),
@@ -229,7 +225,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         output::println(format_args!("{audit_text}"))?;
         results.push((*name, summary.accesses, coherence_false(&sim)));
     }
-    output::println(format_args!("summary (2 threads, ivybridge-4c):"))?;
+    output::println("summary (2 threads, ivybridge-4c):")?;
     for (name, accesses, false_misses) in &results {
         output::println(format_args!(
             "  {name:<22} {:>12} accesses {:>12} L1 false-sharing misses",
