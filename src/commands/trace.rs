@@ -270,7 +270,8 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
         padded: a.padded,
     };
     // Generated and checked next to the output first: a failing or interrupted run leaves an
-    // existing file as it was.
+    // existing file as it was. The check's index gives the figures printed below.
+    let mut written = (0, 0);
     output::replace_with(&a.output, |tmp| {
         let what = || format!("generating {}", a.output.display());
         let file = std::fs::File::create(tmp).with_context(what)?;
@@ -283,19 +284,20 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
         out.into_inner()
             .map_err(|e| e.into_error())
             .with_context(what)?;
-        TraceFile::open(tmp).with_context(|| format!("re-reading {}", a.output.display()))?;
+        let trace =
+            TraceFile::open(tmp).with_context(|| format!("re-reading {}", a.output.display()))?;
+        written = (trace.event_count(), trace.file_len());
         Ok(())
     })?;
-    let trace =
-        TraceFile::open(&a.output).with_context(|| format!("re-reading {}", a.output.display()))?;
+    let (events, bytes) = written;
     output::println(format_args!(
         "wrote {}: {} {} thread(s), {} events, {} bytes ({:.3} bytes/event)",
         a.output.display(),
         a.workload,
         a.threads,
-        thousands(trace.event_count()),
-        thousands(trace.file_len()),
-        trace.file_len() as f64 / trace.event_count().max(1) as f64
+        thousands(events),
+        thousands(bytes),
+        bytes as f64 / events.max(1) as f64
     ))?;
     Ok(ExitCode::SUCCESS)
 }
