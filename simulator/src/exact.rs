@@ -211,7 +211,11 @@ pub struct ExactEngine {
     written: FxHashMap<u64, Box<[u64]>>,
     wseq: u64,
     cores: Vec<CoreCounters>,
+    /// Bytes per data path and core; the first path's are kept in `first_path` instead.
     paths: Vec<PathCounters>,
+    /// Per core, the bytes between the core and its first level: counted on every access,
+    /// so kept in one flat array (merged into `paths[0]` by [`Self::report`]).
+    first_path: Vec<PathBytes>,
     /// Per placed thread, ascending by id.
     threads: Vec<ThreadCounters>,
     /// Thread id → index into `threads`.
@@ -297,6 +301,7 @@ impl ExactEngine {
             wseq: 0,
             cores: core_counters,
             paths,
+            first_path: vec![PathBytes::default(); cores],
             threads,
             slot_of,
             last_thread: None,
@@ -338,26 +343,33 @@ impl ExactEngine {
                 None => return,
             },
         };
+        let Event::Access(a) = e.event else {
+            return self.process_other(slot, e);
+        };
+        let cost = self.access_cost;
         let t = &mut self.threads[slot];
-        let mut end = e.time;
+        t.accesses += 1;
+        t.time_units = t.time_units.saturating_add(cost);
+        t.end_time = t.end_time.max(e.time.saturating_add(cost));
+        let core = t.core as usize;
+        if let Some(log) = self.log.as_mut() {
+            log.current = Some((e.thread, a.pc));
+        }
+        self.access(core, &a);
+    }
+
+    /// An event other than an access, of the thread at `slot`. Out of line: accesses are
+    /// most events, and their path keeps fewer registers busy without this one inlined.
+    #[inline(never)]
+    fn process_other(&mut self, slot: usize, e: &TimedEvent) {
+        let t = &mut self.threads[slot];
         match e.event {
-            Event::Access(a) => {
-                t.accesses += 1;
-                t.time_units = t.time_units.saturating_add(self.access_cost);
-                end = end.saturating_add(self.access_cost);
-                t.end_time = t.end_time.max(end);
-                let core = t.core as usize;
-                if let Some(log) = self.log.as_mut() {
-                    log.current = Some((e.thread, a.pc));
-                }
-                self.access(core, &a);
-            }
             Event::Advance { units, flops } => {
                 t.time_units = t.time_units.saturating_add(units);
                 t.flops = t.flops.saturating_add(flops);
-                t.end_time = t.end_time.max(end.saturating_add(units));
+                t.end_time = t.end_time.max(e.time.saturating_add(units));
             }
-            _ => t.end_time = t.end_time.max(end),
+            _ => t.end_time = t.end_time.max(e.time),
         }
     }
 
@@ -365,6 +377,9 @@ impl ExactEngine {
     /// [`MachineModel::path_names`]); zero for an unknown path or core.
     #[inline]
     pub fn core_path_bytes(&self, core: usize, path: usize) -> PathBytes {
+        if path == 0 {
+            return self.first_path.get(core).copied().unwrap_or_default();
+        }
         self.paths
             .get(path)
             .and_then(|p| p.per_core.get(core))
@@ -394,7 +409,7 @@ impl ExactEngine {
             return;
         }
         let size = a.size.max(1) as u64;
-        let bytes = &mut self.paths[0].per_core[core];
+        let bytes = &mut self.first_path[core];
         if a.kind.reads() {
             bytes.read += size;
         }
@@ -1012,6 +1027,9 @@ impl ExactEngine {
     /// The report so far.
     pub fn report(&self) -> SimReport {
         let mut paths = self.paths.clone();
+        if let Some(first) = paths.first_mut() {
+            first.per_core.clone_from(&self.first_path);
+        }
         for p in &mut paths {
             p.total = p
                 .per_core

@@ -14,6 +14,10 @@ const FRONT: usize = 8;
 /// Tag of a front line that carries none (see [`FaLru::access_tagged`]).
 pub const NO_TAG: u32 = u32::MAX;
 
+/// An unused front entry. Lines are addresses divided by a line size of at least 8 bytes, so
+/// no line number reaches it: a search of all entries never matches an unused one.
+const EMPTY: u64 = u64::MAX;
+
 /// Whether a line is in a [`FaLru`], and whether it ever was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
@@ -28,9 +32,14 @@ pub enum Presence {
 /// Fully associative LRU cache of line numbers with O(1) access.
 ///
 /// The LRU stack is split in two: the (up to) [`FRONT`] most recently used lines in a small
-/// array in exact recency order, then all older lines in a hash-indexed linked list. A loop
-/// that cycles through a few lines only reorders the array, so most accesses cost a short
-/// scan instead of a hash-table update; the order of the whole stack stays exact.
+/// array, then all older lines in a hash-indexed linked list. A loop that cycles through a few
+/// lines only touches the array, so most accesses cost a fixed-width compare and one store
+/// instead of a hash-table update; the order of the whole stack stays exact.
+///
+/// The array is not kept in order: each entry carries the time of its last use, and only
+/// when a new line pushes the oldest entry into the list is the smallest time looked for. A
+/// hit neither shifts entries nor branches on where the line was found (mispredicted
+/// branches of an ordered scan were the largest cost of the exact engine's hit path).
 ///
 /// Each front line carries a caller-defined `u32` tag (the exact engine stores the line's slot
 /// in the real cache there, so that a hit on a recently used line needs no set scan). Tags
@@ -39,9 +48,20 @@ pub enum Presence {
 #[derive(Debug, Clone)]
 pub struct FaLru {
     capacity: usize,
+    /// Front lines; [`EMPTY`] where unused.
     front: [u64; FRONT],
     front_tag: [u32; FRONT],
+    /// Last use of each front entry (larger is more recent).
+    front_used: [u64; FRONT],
+    /// Used front entries.
     front_len: usize,
+    /// Clock of the front entries' uses.
+    clock: u64,
+    /// A line [`Self::presence`] found absent, [`EMPTY`] if none: a miss is classified just
+    /// before the line is filled, and the fill then needs no second look in the list's index
+    /// (on a large shadow each look is a host cache miss). Only inserting that line could
+    /// make it present, and that consumes the note.
+    absent: u64,
     /// Lines in the list part → their nodes (so its length is the list's). Only present
     /// lines: the map stays as small as the cache, so its lookups mostly hit the host's
     /// caches.
@@ -61,9 +81,12 @@ impl FaLru {
     pub fn new(capacity: usize) -> Self {
         FaLru {
             capacity: capacity.max(1),
-            front: [0; FRONT],
+            front: [EMPTY; FRONT],
             front_tag: [NO_TAG; FRONT],
+            front_used: [0; FRONT],
             front_len: 0,
+            clock: 0,
+            absent: EMPTY,
             node_of: FxHashMap::default(),
             ever: LineSet::default(),
             line: Vec::new(),
@@ -128,35 +151,45 @@ impl FaLru {
     pub fn access_tagged(&mut self, line: u64, tag: u32) -> bool {
         if let Some((pos, _)) = self.front_find(line) {
             self.promote(pos);
-            self.front_tag[0] = tag;
+            self.front_tag[pos] = tag;
             return true;
         }
         self.access_list(line, tag)
     }
 
-    /// Position in the front array (0 = most recent) and tag of `line`, if it is one of the
-    /// [`FRONT`] most recently used lines.
-    #[inline]
+    /// Position in the front array and tag of `line`, if it is one of the [`FRONT`] most
+    /// recently used lines.
+    #[inline(always)]
     pub fn front_find(&self, line: u64) -> Option<(usize, u32)> {
-        let k = self.front_len;
-        self.front[..k]
-            .iter()
-            .position(|&l| l == line)
-            .map(|pos| (pos, self.front_tag[pos]))
+        // Every entry is compared (unused ones hold `EMPTY`, which matches no line) and the
+        // position selected without a branch per entry: where a line sits changes from
+        // access to access, so an early exit is a branch the host mispredicts.
+        let mut pos = FRONT;
+        for (i, &l) in self.front.iter().enumerate() {
+            pos = if l == line { i } else { pos };
+        }
+        (pos < FRONT).then(|| (pos, self.front_tag[pos]))
     }
 
     /// Makes the front line at `pos` (from [`Self::front_find`]) the most recently used,
     /// keeping its tag: the same as accessing it.
-    #[inline]
+    #[inline(always)]
     pub fn promote(&mut self, pos: usize) {
-        if pos == 0 {
-            return;
+        self.clock += 1;
+        self.front_used[pos] = self.clock;
+    }
+
+    /// Front position of the least recently used entry (the front must be full).
+    fn front_oldest(&self) -> usize {
+        let mut oldest = 0;
+        for i in 1..FRONT {
+            oldest = if self.front_used[i] < self.front_used[oldest] {
+                i
+            } else {
+                oldest
+            };
         }
-        let (line, tag) = (self.front[pos], self.front_tag[pos]);
-        shift_down(&mut self.front, pos);
-        shift_down(&mut self.front_tag, pos);
-        self.front[0] = line;
-        self.front_tag[0] = tag;
+        oldest
     }
 
     /// Clears the tag of `line` if it is in the front (its tag no longer holds).
@@ -169,7 +202,13 @@ impl FaLru {
 
     #[inline(never)]
     fn access_list(&mut self, line: u64, tag: u32) -> bool {
-        let hit = match self.node_of.remove(&line) {
+        let known_absent = std::mem::replace(&mut self.absent, EMPTY) == line;
+        let listed = if known_absent {
+            None
+        } else {
+            self.node_of.remove(&line)
+        };
+        let hit = match listed {
             Some(s) => {
                 self.unlink(s);
                 self.free.push(s);
@@ -180,20 +219,27 @@ impl FaLru {
                 false
             }
         };
-        let k = self.front_len;
-        if k < FRONT.min(self.capacity) {
-            shift_down(&mut self.front, k);
-            shift_down(&mut self.front_tag, k);
+        let pos = if self.front_len < FRONT.min(self.capacity) {
+            // A free entry (one exists: fewer than FRONT are used).
             self.front_len += 1;
+            self.front.iter().position(|&l| l == EMPTY).unwrap_or(0)
         } else {
-            // The array is full: its oldest line becomes the newest of the list.
-            let spill = self.front[k - 1];
-            shift_down(&mut self.front, k - 1);
-            shift_down(&mut self.front_tag, k - 1);
+            // The array is full: its oldest line becomes the newest of the list. (With a
+            // capacity below FRONT the array never holds more than `capacity` lines, so the
+            // oldest is looked for among the used entries only.)
+            let pos = if self.front_len == FRONT {
+                self.front_oldest()
+            } else {
+                self.front_oldest_used()
+            };
+            let spill = self.front[pos];
             self.push_list_front(spill);
-        }
-        self.front[0] = line;
-        self.front_tag[0] = tag;
+            pos
+        };
+        self.front[pos] = line;
+        self.front_tag[pos] = tag;
+        self.clock += 1;
+        self.front_used[pos] = self.clock;
         if self.front_len + self.node_of.len() > self.capacity {
             let victim = self.tail;
             self.unlink(victim);
@@ -203,21 +249,33 @@ impl FaLru {
         hit
     }
 
+    /// Front position of the least recently used of the used entries.
+    fn front_oldest_used(&self) -> usize {
+        (0..FRONT)
+            .filter(|&i| self.front[i] != EMPTY)
+            .min_by_key(|&i| self.front_used[i])
+            .unwrap_or(0)
+    }
+
     /// Whether `line` is present (no change to the recency order).
     pub fn contains(&self, line: u64) -> bool {
-        self.front[..self.front_len].contains(&line) || self.node_of.contains_key(&line)
+        self.front.contains(&line) || self.node_of.contains_key(&line)
     }
 
     /// Whether `line` was ever accessed and whether it is present now (a miss is classified
-    /// by both).
+    /// by both). An absent line is remembered, so that accessing it next costs one index
+    /// lookup less; the recency order is not changed.
     #[inline]
-    pub fn presence(&self, line: u64) -> Presence {
+    pub fn presence(&mut self, line: u64) -> Presence {
         if self.contains(line) {
             Presence::Present
-        } else if self.ever.contains(line) {
-            Presence::Gone
         } else {
-            Presence::Never
+            self.absent = line;
+            if self.ever.contains(line) {
+                Presence::Gone
+            } else {
+                Presence::Never
+            }
         }
     }
 
@@ -229,26 +287,14 @@ impl FaLru {
 
     /// Removes `line` (a coherence invalidation removes it from any cache).
     pub fn remove(&mut self, line: u64) {
-        let k = self.front_len;
-        if let Some(pos) = self.front[..k].iter().position(|&l| l == line) {
-            self.front[pos..k].rotate_left(1);
-            self.front_tag[pos..k].rotate_left(1);
+        if let Some((pos, _)) = self.front_find(line) {
+            self.front[pos] = EMPTY;
+            self.front_tag[pos] = NO_TAG;
             self.front_len -= 1;
         } else if let Some(s) = self.node_of.remove(&line) {
             self.unlink(s);
             self.free.push(s);
         }
-    }
-}
-
-/// Moves `front[0..end]` one place up (over `front[end]`), leaving `front[0]` to be set.
-/// Written as a carry of swaps: LLVM turns a plain shifting loop into a `memmove` call, which
-/// costs more than the handful of moves.
-#[inline(always)]
-fn shift_down<T: Copy>(front: &mut [T; FRONT], end: usize) {
-    let mut carry = front[0];
-    for slot in front.iter_mut().take(end.min(FRONT - 1) + 1).skip(1) {
-        std::mem::swap(slot, &mut carry);
     }
 }
 
