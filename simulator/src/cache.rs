@@ -32,6 +32,8 @@ pub struct Evicted {
     pub line: u64,
     /// Its state bits.
     pub state: u8,
+    /// The slot it left (now the new line's).
+    pub slot: usize,
 }
 
 /// One cache array.
@@ -219,6 +221,7 @@ impl Cache {
         let evicted = (old != INVALID).then(|| Evicted {
             line: old,
             state: self.state[slot],
+            slot,
         });
         self.tags[slot] = line;
         self.state[slot] = state;
@@ -232,11 +235,16 @@ impl Cache {
 
     /// Removes `line`; returns its state if it was present.
     pub fn invalidate(&mut self, line: u64) -> Option<u8> {
+        self.invalidate_slot(line).map(|(_, state)| state)
+    }
+
+    /// Removes `line`; returns the slot it left and its state if it was present.
+    pub fn invalidate_slot(&mut self, line: u64) -> Option<(usize, u8)> {
         let slot = self.find(line)?;
         self.tags[slot] = INVALID;
         let s = self.state[slot];
         self.state[slot] = 0;
-        Some(s)
+        Some((slot, s))
     }
 
     /// Lines currently held, in slot order (for invariant checks).

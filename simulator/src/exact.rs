@@ -522,7 +522,7 @@ impl ExactEngine {
                 let found = unit.cache.find(line);
                 if let Some(s) = found {
                     // Not in the front, so not the most recent line either.
-                    unit.class.shadow.access_tagged(line, s as u32);
+                    unit.class.shadow.access_cached(line, s as u32);
                     unit.cache.touch(s);
                     unit.class.last = Some(line);
                 }
@@ -631,9 +631,9 @@ impl ExactEngine {
         for o in (0..self.cores.len()).filter(|o| others & (1u64 << o) != 0) {
             for i in 0..self.p {
                 let u = &mut self.units[o * self.p + i];
-                if u.cache.invalidate(line).is_some() {
+                if let Some((slot, _)) = u.cache.invalidate_slot(line) {
                     let cls = &mut u.class;
-                    cls.removed(line);
+                    cls.removed(line, slot);
                     cls.shadow.remove(line);
                 }
             }
@@ -822,8 +822,9 @@ impl ExactEngine {
         if exclusive_source {
             if let Source::Level(i) = source {
                 if top.is_some() {
-                    self.cache(core, i).invalidate(line);
-                    self.classifier(core, i).removed(line);
+                    if let Some((slot, _)) = self.cache(core, i).invalidate_slot(line) {
+                        self.classifier(core, i).removed(line, slot);
+                    }
                     if i < self.p {
                         self.private_copy_gone(core, line);
                     }
@@ -909,11 +910,11 @@ impl ExactEngine {
         let (slot, victim) = self.cache(core, i).fill_at(line, state);
         let class = self.classifier(core, i);
         if let Some(v) = victim {
-            // The victim's front tag names the slot the new line now occupies.
-            class.removed(v.line);
+            // The shadow must learn that the victim left the slot before the new line takes it.
+            class.removed(v.line, v.slot);
         }
         class.last = Some(line);
-        class.shadow.access_tagged(line, slot as u32);
+        class.shadow.access_filled(line, slot as u32);
         if i < self.p {
             *self.sharers.entry(line).or_insert(0) |= 1u64 << core;
         }
@@ -924,7 +925,7 @@ impl ExactEngine {
 
     fn evicted(&mut self, core: usize, i: usize, v: Evicted) {
         self.lc[core * self.n + i].evictions += 1;
-        self.classifier(core, i).removed(v.line);
+        self.classifier(core, i).removed(v.line, v.slot);
         if i < self.p {
             self.private_copy_gone(core, v.line);
         }
@@ -965,8 +966,8 @@ impl ExactEngine {
         };
         for c in cores {
             for j in (0..i).rev() {
-                if let Some(state) = self.cache(c, j).invalidate(line) {
-                    self.classifier(c, j).removed(line);
+                if let Some((slot, state)) = self.cache(c, j).invalidate_slot(line) {
+                    self.classifier(c, j).removed(line, slot);
                     self.lc[c * self.n + j].back_invalidations += 1;
                     if state & DIRTY != 0 {
                         self.lc[c * self.n + j].writebacks += 1;

@@ -6,12 +6,13 @@ use rustc_hash::FxHashMap;
 
 use crate::line_set::LineSet;
 
+/// End of the recency list.
 const NIL: u32 = u32::MAX;
 
-/// Lines kept in the ordered front array (see [`FaLru`]).
+/// Lines kept in the front array (see [`FaLru`]).
 const FRONT: usize = 8;
 
-/// Tag of a front line that carries none (see [`FaLru::access_tagged`]).
+/// Tag of a front line that is not in the real cache (see [`FaLru`]).
 pub const NO_TAG: u32 = u32::MAX;
 
 /// An unused front entry. Lines are addresses divided by a line size of at least 8 bytes, so
@@ -32,24 +33,32 @@ pub enum Presence {
 /// Fully associative LRU cache of line numbers with O(1) access.
 ///
 /// The LRU stack is split in two: the (up to) [`FRONT`] most recently used lines in a small
-/// array, then all older lines in a hash-indexed linked list. A loop that cycles through a few
-/// lines only touches the array, so most accesses cost a fixed-width compare and one store
-/// instead of a hash-table update; the order of the whole stack stays exact.
+/// array, then all older lines in a doubly linked list. A loop that cycles through a few
+/// lines only touches the array, so most accesses cost a fixed-width compare and one store;
+/// the order of the whole stack stays exact.
 ///
 /// The array is not kept in order: each entry carries the time of its last use, and only
 /// when a new line pushes the oldest entry into the list is the smallest time looked for. A
 /// hit neither shifts entries nor branches on where the line was found (mispredicted
 /// branches of an ordered scan were the largest cost of the exact engine's hit path).
 ///
-/// Each front line carries a caller-defined `u32` tag (the exact engine stores the line's slot
-/// in the real cache there, so that a hit on a recently used line needs no set scan). Tags
-/// are not kept for older lines: a line that comes back to the front gets the tag of the
-/// access that brought it back.
+/// **Shadowing a real cache** ([`FaLru::with_slots`]): the shadow of a set-associative cache
+/// holds mostly the same lines as that cache. Each front entry carries the line's slot in the
+/// real cache as its tag ([`NO_TAG`] once the line has left it), so that a hit on a recent line
+/// needs no set scan; and the list nodes `0..slots` belong to the real cache's slots: a listed
+/// line that is in the real cache sits at its slot's node, found without any lookup. Only
+/// *ghosts* — listed lines the real cache no longer holds — have nodes found through a hash
+/// map, which stays small (a hash map of every listed line cost a host cache miss per
+/// operation on large shadows). The owner reports each line that leaves the real cache, with
+/// its slot ([`FaLru::left_cache`]), before the slot is used again.
+///
+/// Without slots ([`FaLru::new`]) every listed line is a ghost: a plain fully associative LRU.
 #[derive(Debug, Clone)]
 pub struct FaLru {
     capacity: usize,
     /// Front lines; [`EMPTY`] where unused.
     front: [u64; FRONT],
+    /// Front lines' slots in the real cache, [`NO_TAG`] where none.
     front_tag: [u32; FRONT],
     /// Last use of each front entry (larger is more recent).
     front_used: [u64; FRONT],
@@ -58,27 +67,35 @@ pub struct FaLru {
     /// Clock of the front entries' uses.
     clock: u64,
     /// A line [`Self::presence`] found absent, [`EMPTY`] if none: a miss is classified just
-    /// before the line is filled, and the fill then needs no second look in the list's index
-    /// (on a large shadow each look is a host cache miss). Only inserting that line could
-    /// make it present, and that consumes the note.
+    /// before the line is filled, and the fill then needs no second lookup. Only inserting
+    /// that line could make it present, and that consumes the note.
     absent: u64,
-    /// Lines in the list part → their nodes (so its length is the list's). Only present
-    /// lines: the map stays as small as the cache, so its lookups mostly hit the host's
-    /// caches.
-    node_of: FxHashMap<u64, u32>,
+    /// Per slot of the real cache: whether its node is in the list.
+    listed: Vec<bool>,
+    /// Listed lines not in the real cache → their nodes (all `>= listed.len()`).
+    ghost: FxHashMap<u64, u32>,
+    /// Lines in the list.
+    list_len: usize,
     /// Every line ever accessed (removals and evictions do not forget it).
     ever: LineSet,
+    /// Per node: line, neighbours. Nodes `0..listed.len()` are the slots'.
     line: Vec<u64>,
     prev: Vec<u32>,
     next: Vec<u32>,
     head: u32, // most recently used
     tail: u32, // least recently used
+    /// Ghost nodes not in use.
     free: Vec<u32>,
 }
 
 impl FaLru {
-    /// An empty cache of `capacity` lines.
+    /// An empty cache of `capacity` lines, not tied to a real cache.
     pub fn new(capacity: usize) -> Self {
+        Self::with_slots(capacity, 0)
+    }
+
+    /// An empty cache of `capacity` lines shadowing a real cache with `slots` slots.
+    pub fn with_slots(capacity: usize, slots: usize) -> Self {
         FaLru {
             capacity: capacity.max(1),
             front: [EMPTY; FRONT],
@@ -87,15 +104,23 @@ impl FaLru {
             front_len: 0,
             clock: 0,
             absent: EMPTY,
-            node_of: FxHashMap::default(),
+            listed: vec![false; slots],
+            ghost: FxHashMap::default(),
+            list_len: 0,
             ever: LineSet::default(),
-            line: Vec::new(),
-            prev: Vec::new(),
-            next: Vec::new(),
+            line: vec![0; slots],
+            prev: vec![NIL; slots],
+            next: vec![NIL; slots],
             head: NIL,
             tail: NIL,
             free: Vec::new(),
         }
+    }
+
+    /// Whether node `n` is a slot's (else a ghost's).
+    #[inline]
+    fn is_slot(&self, n: u32) -> bool {
+        (n as usize) < self.listed.len()
     }
 
     fn unlink(&mut self, s: u32) {
@@ -124,37 +149,83 @@ impl FaLru {
         }
     }
 
-    /// Puts `line` at the most recent end of the list part.
-    fn push_list_front(&mut self, line: u64) {
-        let s = if let Some(s) = self.free.pop() {
-            s
+    /// A ghost node for `line` (not yet linked).
+    fn new_ghost(&mut self, line: u64) -> u32 {
+        let g = if let Some(g) = self.free.pop() {
+            g
         } else {
             self.line.push(0);
             self.prev.push(NIL);
             self.next.push(NIL);
             (self.line.len() - 1) as u32
         };
-        self.line[s as usize] = line;
-        self.node_of.insert(line, s);
-        self.push_front(s);
+        self.line[g as usize] = line;
+        self.ghost.insert(line, g);
+        g
     }
 
-    /// Accesses `line`; returns whether it was present. Misses insert it, evicting the least
-    /// recently used line when full.
+    /// Node `n` has left the list: a slot's node is marked so, a ghost's is freed (its map
+    /// entry must be gone already).
+    fn release(&mut self, n: u32) {
+        if self.is_slot(n) {
+            self.listed[n as usize] = false;
+        } else {
+            self.free.push(n);
+        }
+    }
+
+    /// Puts `line` (front tag `tag`) at the most recent end of the list part.
+    fn push_list_front(&mut self, line: u64, tag: u32) {
+        let n = if self.is_slot(tag) {
+            self.listed[tag as usize] = true;
+            self.line[tag as usize] = line;
+            tag
+        } else {
+            self.new_ghost(line)
+        };
+        self.push_front(n);
+        self.list_len += 1;
+    }
+
+    /// Accesses `line`, which is not in the shadowed cache (or there is none); returns whether
+    /// it was present. Misses insert it, evicting the least recently used line when full.
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
-        self.access_tagged(line, NO_TAG)
+        match self.front_find(line) {
+            Some((pos, _)) => {
+                self.promote(pos);
+                self.front_tag[pos] = NO_TAG;
+                true
+            }
+            None => self.access_list(line, NO_TAG, false),
+        }
     }
 
-    /// Like [`Self::access`], and gives the line (now the most recent) the tag `tag`.
+    /// Accesses `line`, which the real cache holds (and held before) at `slot`: a hit there.
     #[inline]
-    pub fn access_tagged(&mut self, line: u64, tag: u32) -> bool {
-        if let Some((pos, _)) = self.front_find(line) {
-            self.promote(pos);
-            self.front_tag[pos] = tag;
-            return true;
+    pub fn access_cached(&mut self, line: u64, slot: u32) -> bool {
+        match self.front_find(line) {
+            Some((pos, _)) => {
+                self.promote(pos);
+                self.front_tag[pos] = slot;
+                true
+            }
+            None => self.access_list(line, slot, true),
         }
-        self.access_list(line, tag)
+    }
+
+    /// Accesses `line`, which was just put into the real cache at `slot` (the slot's previous
+    /// line reported with [`Self::left_cache`]).
+    #[inline]
+    pub fn access_filled(&mut self, line: u64, slot: u32) -> bool {
+        match self.front_find(line) {
+            Some((pos, _)) => {
+                self.promote(pos);
+                self.front_tag[pos] = slot;
+                true
+            }
+            None => self.access_list(line, slot, false),
+        }
     }
 
     /// Position in the front array and tag of `line`, if it is one of the [`FRONT`] most
@@ -192,26 +263,60 @@ impl FaLru {
         oldest
     }
 
-    /// Clears the tag of `line` if it is in the front (its tag no longer holds).
-    #[inline]
-    pub fn untag(&mut self, line: u64) {
+    /// Front position of the least recently used of the used entries.
+    fn front_oldest_used(&self) -> usize {
+        (0..FRONT)
+            .filter(|&i| self.front[i] != EMPTY)
+            .min_by_key(|&i| self.front_used[i])
+            .unwrap_or(0)
+    }
+
+    /// `line` left the real cache from `slot`: its front tag is cleared, or its list node
+    /// becomes a ghost's. Anything else (the line is not in the shadow, or was reported
+    /// already) is left alone.
+    pub fn left_cache(&mut self, line: u64, slot: u32) {
         if let Some((pos, _)) = self.front_find(line) {
             self.front_tag[pos] = NO_TAG;
+            return;
+        }
+        let s = slot as usize;
+        if self.is_slot(slot) && self.listed[s] && self.line[s] == line {
+            // A ghost node takes the slot's node's place in the list.
+            let g = self.new_ghost(line);
+            let (p, n) = (self.prev[s], self.next[s]);
+            self.prev[g as usize] = p;
+            self.next[g as usize] = n;
+            if p == NIL {
+                self.head = g
+            } else {
+                self.next[p as usize] = g
+            }
+            if n == NIL {
+                self.tail = g
+            } else {
+                self.prev[n as usize] = g
+            }
+            self.listed[s] = false;
         }
     }
 
+    /// `line` is not in the front. `cached`: it is in the real cache at slot `tag` (so listed,
+    /// if at all, at that slot's node); else it is not in the real cache (a ghost, if listed).
     #[inline(never)]
-    fn access_list(&mut self, line: u64, tag: u32) -> bool {
+    fn access_list(&mut self, line: u64, tag: u32, cached: bool) -> bool {
         let known_absent = std::mem::replace(&mut self.absent, EMPTY) == line;
-        let listed = if known_absent {
+        let node = if cached && self.is_slot(tag) {
+            self.listed[tag as usize].then_some(tag)
+        } else if known_absent {
             None
         } else {
-            self.node_of.remove(&line)
+            self.ghost.remove(&line)
         };
-        let hit = match listed {
-            Some(s) => {
-                self.unlink(s);
-                self.free.push(s);
+        let hit = match node {
+            Some(n) => {
+                self.unlink(n);
+                self.release(n);
+                self.list_len -= 1;
                 true
             }
             None => {
@@ -232,39 +337,35 @@ impl FaLru {
             } else {
                 self.front_oldest_used()
             };
-            let spill = self.front[pos];
-            self.push_list_front(spill);
+            self.push_list_front(self.front[pos], self.front_tag[pos]);
             pos
         };
         self.front[pos] = line;
         self.front_tag[pos] = tag;
         self.clock += 1;
         self.front_used[pos] = self.clock;
-        if self.front_len + self.node_of.len() > self.capacity {
+        if self.front_len + self.list_len > self.capacity {
             let victim = self.tail;
             self.unlink(victim);
-            self.node_of.remove(&self.line[victim as usize]);
-            self.free.push(victim);
+            self.list_len -= 1;
+            if !self.is_slot(victim) {
+                self.ghost.remove(&self.line[victim as usize]);
+            }
+            self.release(victim);
         }
         hit
     }
 
-    /// Front position of the least recently used of the used entries.
-    fn front_oldest_used(&self) -> usize {
-        (0..FRONT)
-            .filter(|&i| self.front[i] != EMPTY)
-            .min_by_key(|&i| self.front_used[i])
-            .unwrap_or(0)
-    }
-
-    /// Whether `line` is present (no change to the recency order).
+    /// Whether `line` is present (no change to the recency order). When shadowing a real
+    /// cache, only for a line the real cache does not hold (as on a miss there).
     pub fn contains(&self, line: u64) -> bool {
-        self.front.contains(&line) || self.node_of.contains_key(&line)
+        self.front.contains(&line) || self.ghost.contains_key(&line)
     }
 
     /// Whether `line` was ever accessed and whether it is present now (a miss is classified
-    /// by both). An absent line is remembered, so that accessing it next costs one index
-    /// lookup less; the recency order is not changed.
+    /// by both); as [`Self::contains`], for a line the real cache does not hold. An absent
+    /// line is remembered, so that accessing it next costs one lookup less; the recency order
+    /// is not changed.
     #[inline]
     pub fn presence(&mut self, line: u64) -> Presence {
         if self.contains(line) {
@@ -285,15 +386,17 @@ impl FaLru {
         self.ever.contains(line)
     }
 
-    /// Removes `line` (a coherence invalidation removes it from any cache).
+    /// Removes `line` (a coherence invalidation removes it from any cache). When shadowing a
+    /// real cache, its leaving the real cache is reported first ([`Self::left_cache`]).
     pub fn remove(&mut self, line: u64) {
         if let Some((pos, _)) = self.front_find(line) {
             self.front[pos] = EMPTY;
             self.front_tag[pos] = NO_TAG;
             self.front_len -= 1;
-        } else if let Some(s) = self.node_of.remove(&line) {
-            self.unlink(s);
-            self.free.push(s);
+        } else if let Some(g) = self.ghost.remove(&line) {
+            self.unlink(g);
+            self.release(g);
+            self.list_len -= 1;
         }
     }
 }
@@ -303,69 +406,151 @@ impl FaLru {
 /// recent line changes no LRU state, so it is skipped).
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    /// The fully associative shadow.
+    /// The fully associative shadow, tied to the cache's slots.
     pub shadow: FaLru,
     /// Last line accessed, if it is still present.
     pub last: Option<u64>,
 }
 
 impl Classifier {
-    /// For a cache of `lines` lines.
+    /// For a cache of `lines` lines (slots `0..lines`).
     pub fn new(lines: usize) -> Self {
         Classifier {
-            shadow: FaLru::new(lines),
+            shadow: FaLru::with_slots(lines, lines),
             last: None,
         }
     }
 
-    /// Forgets `line` after it left the cache (its slot, kept as the shadow's front tag, is no
-    /// longer its own).
+    /// `line` left the cache from `slot` (evicted, invalidated or given up): the shadow must
+    /// know before the slot is filled again.
     #[inline]
-    pub fn removed(&mut self, line: u64) {
+    pub fn removed(&mut self, line: u64, slot: usize) {
         if self.last == Some(line) {
             self.last = None;
         }
-        self.shadow.untag(line);
+        self.shadow.left_cache(line, slot as u32);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::{FaLru, Presence};
+    use crate::cache::Cache;
+    use crate::model::{Inclusion, LevelConfig, Replacement, WritePolicy};
     use proptest::prelude::*;
 
+    /// Naive fully associative LRU: a list in recency order and the set of lines ever held.
+    #[derive(Default)]
+    struct Naive {
+        list: Vec<u64>, // most recent first
+        ever: std::collections::HashSet<u64>,
+        capacity: usize,
+    }
+
+    impl Naive {
+        fn presence(&self, line: u64) -> Presence {
+            if self.list.contains(&line) {
+                Presence::Present
+            } else if self.ever.contains(&line) {
+                Presence::Gone
+            } else {
+                Presence::Never
+            }
+        }
+
+        fn access(&mut self, line: u64) -> bool {
+            self.ever.insert(line);
+            let hit = self.list.contains(&line);
+            self.list.retain(|&l| l != line);
+            self.list.insert(0, line);
+            self.list.truncate(self.capacity);
+            hit
+        }
+
+        fn remove(&mut self, line: u64) {
+            self.list.retain(|&l| l != line);
+        }
+    }
+
     proptest! {
-        /// Same hits, and the same presence (never / gone / present), as a plain list kept
-        /// in recency order and the set of lines ever accessed.
+        /// Same hits, and the same presence (never / gone / present), as the naive model.
         #[test]
         fn matches_naive_lru(
             capacity in 1usize..20,
             ops in prop::collection::vec((0u64..30, 0u8..10), 1..600),
         ) {
             let mut fa = FaLru::new(capacity);
-            let mut naive: Vec<u64> = Vec::new(); // most recent first
-            let mut ever = std::collections::HashSet::new();
+            let mut naive = Naive { capacity, ..Naive::default() };
             for (i, (line, op)) in ops.into_iter().enumerate() {
-                let presence = if naive.contains(&line) {
-                    Presence::Present
-                } else if ever.contains(&line) {
-                    Presence::Gone
-                } else {
-                    Presence::Never
-                };
+                let presence = naive.presence(line);
                 prop_assert_eq!(fa.presence(line), presence, "op {} line {}", i, line);
                 prop_assert_eq!(fa.ever_accessed(line), presence != Presence::Never);
                 if op == 0 {
                     fa.remove(line);
-                    naive.retain(|&l| l != line);
+                    naive.remove(line);
                     continue;
                 }
-                ever.insert(line);
-                let hit = naive.contains(&line);
-                naive.retain(|&l| l != line);
-                naive.insert(0, line);
-                naive.truncate(capacity);
-                prop_assert_eq!(fa.access(line), hit, "op {} line {}", i, line);
+                prop_assert_eq!(fa.access(line), naive.access(line), "op {} line {}", i, line);
+            }
+        }
+
+        /// Shadowing a real set-associative cache, driven as the engines drive it (hits by
+        /// slot, misses classified then filled, victims and invalidations reported with their
+        /// slots): same hits and presence as the naive model, and every front tag names the
+        /// line's slot in the real cache.
+        #[test]
+        fn shadowing_a_cache_matches_naive_lru(
+            sets in prop::sample::select(vec![1u64, 2, 3, 4]),
+            assoc in 1u32..5,
+            policy in prop::sample::select(vec![Replacement::Lru, Replacement::Fifo]),
+            ops in prop::collection::vec((0u64..40, 0u8..12), 1..800),
+        ) {
+            let level = LevelConfig {
+                name: "L1".into(),
+                size: sets * assoc as u64 * 64,
+                assoc,
+                replacement: policy,
+                write: WritePolicy::Back,
+                inclusion: Inclusion::NonInclusive,
+                shared: false,
+                latency: 0,
+            };
+            let lines = (sets * assoc as u64) as usize;
+            let mut cache = Cache::new(&level, 64, 1);
+            let mut fa = FaLru::with_slots(lines, lines);
+            let mut naive = Naive { capacity: lines, ..Naive::default() };
+            for (i, (line, op)) in ops.into_iter().enumerate() {
+                if op == 0 {
+                    // A coherence invalidation.
+                    if let Some((slot, _)) = cache.invalidate_slot(line) {
+                        fa.left_cache(line, slot as u32);
+                    }
+                    fa.remove(line);
+                    naive.remove(line);
+                    continue;
+                }
+                match cache.find(line) {
+                    Some(slot) => {
+                        cache.touch(slot);
+                        let hit = fa.access_cached(line, slot as u32);
+                        prop_assert_eq!(hit, naive.access(line), "op {} line {}", i, line);
+                    }
+                    None => {
+                        prop_assert_eq!(fa.presence(line), naive.presence(line), "op {} line {}", i, line);
+                        let (slot, victim) = cache.fill_at(line, 0);
+                        if let Some(v) = victim {
+                            fa.left_cache(v.line, slot as u32);
+                        }
+                        let hit = fa.access_filled(line, slot as u32);
+                        prop_assert_eq!(hit, naive.access(line), "op {} line {}", i, line);
+                    }
+                }
+                for l in 0..40 {
+                    if let Some((_, tag)) = fa.front_find(l) {
+                        let held = cache.find(l).map_or(super::NO_TAG, |s| s as u32);
+                        prop_assert_eq!(tag, held, "op {} front tag of line {}", i, l);
+                    }
+                }
             }
         }
     }

@@ -438,7 +438,7 @@ impl CoreSim {
 
     fn evicted(&mut self, i: usize, v: Evicted) {
         self.lc[i].evictions += 1;
-        self.units[i].class.removed(v.line);
+        self.units[i].class.removed(v.line, v.slot);
         self.copy_gone(v.line);
         if v.state & DIRTY != 0 {
             self.lc[i].writebacks += 1;
@@ -446,8 +446,8 @@ impl CoreSim {
         }
         if self.geo.inclusion[i] == Inclusion::Inclusive {
             for j in (0..i).rev() {
-                if let Some(state) = self.units[j].cache.invalidate(v.line) {
-                    self.units[j].class.removed(v.line);
+                if let Some((slot, state)) = self.units[j].cache.invalidate_slot(v.line) {
+                    self.units[j].class.removed(v.line, slot);
                     self.lc[j].back_invalidations += 1;
                     if state & DIRTY != 0 {
                         self.lc[j].writebacks += 1;
@@ -487,8 +487,8 @@ impl CoreSim {
     pub fn invalidate(&mut self, line: u64) -> bool {
         let mut any = false;
         for u in &mut self.units {
-            if u.cache.invalidate(line).is_some() {
-                u.class.removed(line);
+            if let Some((slot, _)) = u.cache.invalidate_slot(line) {
+                u.class.removed(line, slot);
                 u.class.shadow.remove(line);
                 any = true;
             }
@@ -546,7 +546,7 @@ impl Unit {
             None => {
                 let found = self.cache.find(line);
                 if let Some(s) = found {
-                    self.class.shadow.access_tagged(line, s as u32);
+                    self.class.shadow.access_cached(line, s as u32);
                     self.cache.touch(s);
                     self.class.last = Some(line);
                 }
@@ -562,10 +562,11 @@ impl Unit {
         }
         let (slot, victim) = self.cache.fill_at(line, state);
         if let Some(v) = victim {
-            self.class.removed(v.line);
+            // The shadow must learn that the victim left the slot before the new line takes it.
+            self.class.removed(v.line, v.slot);
         }
         self.class.last = Some(line);
-        self.class.shadow.access_tagged(line, slot as u32);
+        self.class.shadow.access_filled(line, slot as u32);
         victim
     }
 }

@@ -478,11 +478,11 @@ impl Weave {
             for j in (0..i).rev() {
                 let removed = if j < p {
                     let u = &mut cores[cc].units[j];
-                    let s = u.cache.invalidate(line);
-                    if s.is_some() {
-                        u.class.removed(line);
+                    let s = u.cache.invalidate_slot(line);
+                    if let Some((slot, _)) = s {
+                        u.class.removed(line, slot);
                     }
-                    s
+                    s.map(|(_, state)| state)
                 } else {
                     // No shadow update: a shared level's shadow keeps invalidated lines, as
                     // the exact engine's does.
