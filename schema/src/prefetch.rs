@@ -12,20 +12,34 @@ pub const BATCH: usize = 16 * 1024;
 /// Batches that may wait for the consumer.
 pub const DEPTH: usize = 4;
 
+/// Consecutive items of the source, and the error that ended it, if one did.
+struct Batch<T, E> {
+    items: Vec<T>,
+    error: Option<E>,
+}
+
 /// An iterator whose items are produced on a reading thread, in the source's order.
-pub struct Prefetched<T: Send + 'static> {
-    rx: Option<Receiver<Vec<T>>>,
+pub struct Prefetched<T: Send + 'static, E: Send + 'static> {
+    rx: Option<Receiver<Batch<T, E>>>,
     batch: std::vec::IntoIter<T>,
+    /// The error after the current batch's items.
+    error: Option<E>,
     reader: Option<JoinHandle<()>>,
 }
 
-/// Iterates `source` on a new thread, [`BATCH`] items ahead at most [`DEPTH`] batches. The
-/// thread stops when the source ends or the returned iterator is dropped. Fails only if the
-/// thread cannot be started.
-pub fn prefetch<I>(source: I) -> std::io::Result<Prefetched<I::Item>>
+/// Iterates the fallible `source` on a new thread, [`BATCH`] items ahead at most [`DEPTH`]
+/// batches, and yields its items in order; the first error ends the items (nothing after it
+/// is read). The thread stops when the source ends, fails or the returned iterator is
+/// dropped. Fails only if the thread cannot be started.
+///
+/// Batches hold the items themselves, not `Result`s: a trace error is larger than an event,
+/// and copying every event at the error's size through the batches cost as much as the
+/// reading thread's merge.
+pub fn prefetch<T, E, I>(source: I) -> std::io::Result<Prefetched<T, E>>
 where
-    I: Iterator + Send + 'static,
-    I::Item: Send + 'static,
+    I: Iterator<Item = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
 {
     let (tx, rx) = sync_channel(DEPTH);
     let reader = std::thread::Builder::new()
@@ -33,9 +47,24 @@ where
         .spawn(move || {
             let mut source = source;
             loop {
-                let batch: Vec<I::Item> = source.by_ref().take(BATCH).collect();
-                let last = batch.len() < BATCH;
-                if batch.is_empty() || tx.send(batch).is_err() || last {
+                let mut batch = Batch {
+                    items: Vec::with_capacity(BATCH),
+                    error: None,
+                };
+                for item in source.by_ref() {
+                    match item {
+                        Ok(x) => batch.items.push(x),
+                        Err(e) => {
+                            batch.error = Some(e);
+                            break;
+                        }
+                    }
+                    if batch.items.len() == BATCH {
+                        break;
+                    }
+                }
+                let last = batch.items.len() < BATCH || batch.error.is_some();
+                if tx.send(batch).is_err() || last {
                     return;
                 }
             }
@@ -43,26 +72,32 @@ where
     Ok(Prefetched {
         rx: Some(rx),
         batch: Vec::new().into_iter(),
+        error: None,
         reader: Some(reader),
     })
 }
 
-impl<T: Send + 'static> Iterator for Prefetched<T> {
-    type Item = T;
+impl<T: Send + 'static, E: Send + 'static> Iterator for Prefetched<T, E> {
+    type Item = Result<T, E>;
 
     #[inline]
-    fn next(&mut self) -> Option<T> {
+    fn next(&mut self) -> Option<Result<T, E>> {
         loop {
             if let Some(x) = self.batch.next() {
-                return Some(x);
+                return Some(Ok(x));
+            }
+            if let Some(e) = self.error.take() {
+                self.rx = None;
+                return Some(Err(e));
             }
             let batch = self.rx.as_ref()?.recv().ok()?;
-            self.batch = batch.into_iter();
+            self.batch = batch.items.into_iter();
+            self.error = batch.error;
         }
     }
 }
 
-impl<T: Send + 'static> Drop for Prefetched<T> {
+impl<T: Send + 'static, E: Send + 'static> Drop for Prefetched<T, E> {
     fn drop(&mut self) {
         // Closing the channel makes the reader stop at its next send.
         self.rx = None;
@@ -78,17 +113,35 @@ mod tests {
 
     #[test]
     fn keeps_the_order_across_batches() {
+        let ok = |r: std::ops::Range<usize>| r.map(Ok::<usize, String>);
         let n = 3 * BATCH + 17;
-        let got: Vec<usize> = prefetch(0..n).unwrap().collect();
+        let got: Vec<usize> = prefetch(ok(0..n)).unwrap().map(|r| r.unwrap()).collect();
         assert_eq!(got, (0..n).collect::<Vec<_>>());
-        assert_eq!(prefetch(0..0usize).unwrap().count(), 0);
-        assert_eq!(prefetch(0..BATCH).unwrap().count(), BATCH);
+        assert_eq!(prefetch(ok(0..0)).unwrap().count(), 0);
+        assert_eq!(prefetch(ok(0..BATCH)).unwrap().count(), BATCH);
+    }
+
+    #[test]
+    fn an_error_ends_the_items_in_place() {
+        for at in [0, 5, BATCH - 1, BATCH, 2 * BATCH + 3] {
+            let source = (0..3 * BATCH).map(move |i| {
+                if i == at {
+                    Err(format!("bad {i}"))
+                } else {
+                    Ok(i)
+                }
+            });
+            let got: Vec<Result<usize, String>> = prefetch(source).unwrap().collect();
+            assert_eq!(got.len(), at + 1, "error at {at}");
+            assert!(got[..at].iter().enumerate().all(|(i, r)| r == &Ok(i)));
+            assert_eq!(got[at], Err(format!("bad {at}")));
+        }
     }
 
     #[test]
     fn dropping_early_stops_the_reader() {
-        let mut it = prefetch(0..usize::MAX).unwrap();
-        assert_eq!(it.next(), Some(0));
+        let mut it = prefetch((0..usize::MAX).map(Ok::<usize, ()>)).unwrap();
+        assert_eq!(it.next(), Some(Ok(0)));
         drop(it); // must return: the reader sees the closed channel
     }
 }
