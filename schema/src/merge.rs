@@ -425,6 +425,67 @@ impl MergedEvents {
     }
 }
 
+impl MergedEvents {
+    /// Appends the next events of the global order to `out` until it holds `max`: the same
+    /// events, in the same order, as that many calls of `next`. `Ok(false)` once the merge
+    /// has ended (`out` may have received events before), and after an error.
+    ///
+    /// Most events are accesses and time advances of the thread that stays first in the
+    /// order; runs of them are copied straight from the decoded chunk, up to where another
+    /// ready thread comes first. That is where `next` would switch threads: the run ends
+    /// when the thread's (clock, id, slot) key passes the smallest key waiting, which plain
+    /// events cannot change. Everything else takes the one-event path.
+    pub fn next_batch(&mut self, out: &mut Vec<TimedEvent>, max: usize) -> Result<bool> {
+        if self.finished {
+            return Ok(false);
+        }
+        while out.len() < max {
+            if let Some(i) = self.current {
+                let waiting = self.ready.peek().map(|Reverse(k)| *k);
+                let t = &mut self.threads[i];
+                let tid = t.cursor.thread();
+                let mut clock = t.clock;
+                let mut n = 0;
+                let mut overtaken = false;
+                for &event in t.cursor.pending().iter().take(max - out.len()) {
+                    let next_clock = match event {
+                        Event::Access(_) => clock.saturating_add(self.access_cost),
+                        Event::Advance { units, .. } => clock.saturating_add(units),
+                        _ => break,
+                    };
+                    out.push(TimedEvent {
+                        time: clock,
+                        thread: tid,
+                        event,
+                    });
+                    clock = next_clock;
+                    n += 1;
+                    if waiting.is_some_and(|min| min < (clock, tid, i)) {
+                        overtaken = true;
+                        break;
+                    }
+                }
+                if n > 0 {
+                    t.cursor.skip(n);
+                    t.clock = clock;
+                    self.now = out[out.len() - 1].time;
+                    if overtaken {
+                        self.current = None;
+                        self.ready.push(Reverse((clock, tid, i)));
+                    }
+                    continue;
+                }
+            }
+            match self.next() {
+                Some(Ok(e)) => out.push(e),
+                Some(Err(e)) => return Err(e),
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+}
+
 impl Iterator for MergedEvents {
     type Item = Result<TimedEvent>;
 

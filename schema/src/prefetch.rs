@@ -27,46 +27,39 @@ pub struct Prefetched<T: Send + 'static, E: Send + 'static> {
     reader: Option<JoinHandle<()>>,
 }
 
-/// Iterates the fallible `source` on a new thread, [`BATCH`] items ahead at most [`DEPTH`]
-/// batches, and yields its items in order; the first error ends the items (nothing after it
-/// is read). The thread stops when the source ends, fails or the returned iterator is
-/// dropped. Fails only if the thread cannot be started.
+/// Runs `fill` on a new thread, [`BATCH`] items ahead at most [`DEPTH`] batches, and yields
+/// the items in the order it appends them. `fill(out, max)` appends up to `max` items to
+/// `out` (fewer only at the end) and returns whether more may follow; an error ends the
+/// items (nothing after it is read). The thread stops when `fill` is done or fails, or the
+/// returned iterator is dropped. Fails only if the thread cannot be started.
 ///
 /// Batches hold the items themselves, not `Result`s: a trace error is larger than an event,
 /// and copying every event at the error's size through the batches cost as much as the
 /// reading thread's merge.
-pub fn prefetch<T, E, I>(source: I) -> std::io::Result<Prefetched<T, E>>
+pub fn prefetch<T, E, F>(mut fill: F) -> std::io::Result<Prefetched<T, E>>
 where
-    I: Iterator<Item = Result<T, E>> + Send + 'static,
+    F: FnMut(&mut Vec<T>, usize) -> Result<bool, E> + Send + 'static,
     T: Send + 'static,
     E: Send + 'static,
 {
     let (tx, rx) = sync_channel(DEPTH);
     let reader = std::thread::Builder::new()
         .name("cachescope-read".into())
-        .spawn(move || {
-            let mut source = source;
-            loop {
-                let mut batch = Batch {
-                    items: Vec::with_capacity(BATCH),
-                    error: None,
-                };
-                for item in source.by_ref() {
-                    match item {
-                        Ok(x) => batch.items.push(x),
-                        Err(e) => {
-                            batch.error = Some(e);
-                            break;
-                        }
-                    }
-                    if batch.items.len() == BATCH {
-                        break;
-                    }
+        .spawn(move || loop {
+            let mut batch = Batch {
+                items: Vec::with_capacity(BATCH),
+                error: None,
+            };
+            let more = match fill(&mut batch.items, BATCH) {
+                Ok(more) => more && batch.items.len() == BATCH,
+                Err(e) => {
+                    batch.error = Some(e);
+                    false
                 }
-                let last = batch.items.len() < BATCH || batch.error.is_some();
-                if tx.send(batch).is_err() || last {
-                    return;
-                }
+            };
+            let nothing = batch.items.is_empty() && batch.error.is_none();
+            if nothing || tx.send(batch).is_err() || !more {
+                return;
             }
         })?;
     Ok(Prefetched {
@@ -74,6 +67,25 @@ where
         batch: Vec::new().into_iter(),
         error: None,
         reader: Some(reader),
+    })
+}
+
+/// [`prefetch`] for a fallible iterator: its items up to the first error, then that error.
+pub fn prefetch_iter<T, E, I>(source: I) -> std::io::Result<Prefetched<T, E>>
+where
+    I: Iterator<Item = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
+{
+    let mut source = source;
+    prefetch(move |out: &mut Vec<T>, max| {
+        while out.len() < max {
+            match source.next() {
+                Some(item) => out.push(item?),
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
     })
 }
 
@@ -115,10 +127,13 @@ mod tests {
     fn keeps_the_order_across_batches() {
         let ok = |r: std::ops::Range<usize>| r.map(Ok::<usize, String>);
         let n = 3 * BATCH + 17;
-        let got: Vec<usize> = prefetch(ok(0..n)).unwrap().map(|r| r.unwrap()).collect();
+        let got: Vec<usize> = prefetch_iter(ok(0..n))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(got, (0..n).collect::<Vec<_>>());
-        assert_eq!(prefetch(ok(0..0)).unwrap().count(), 0);
-        assert_eq!(prefetch(ok(0..BATCH)).unwrap().count(), BATCH);
+        assert_eq!(prefetch_iter(ok(0..0)).unwrap().count(), 0);
+        assert_eq!(prefetch_iter(ok(0..BATCH)).unwrap().count(), BATCH);
     }
 
     #[test]
@@ -131,7 +146,7 @@ mod tests {
                     Ok(i)
                 }
             });
-            let got: Vec<Result<usize, String>> = prefetch(source).unwrap().collect();
+            let got: Vec<Result<usize, String>> = prefetch_iter(source).unwrap().collect();
             assert_eq!(got.len(), at + 1, "error at {at}");
             assert!(got[..at].iter().enumerate().all(|(i, r)| r == &Ok(i)));
             assert_eq!(got[at], Err(format!("bad {at}")));
@@ -140,7 +155,7 @@ mod tests {
 
     #[test]
     fn dropping_early_stops_the_reader() {
-        let mut it = prefetch((0..usize::MAX).map(Ok::<usize, ()>)).unwrap();
+        let mut it = prefetch_iter((0..usize::MAX).map(Ok::<usize, ()>)).unwrap();
         assert_eq!(it.next(), Some(Ok(0)));
         drop(it); // must return: the reader sees the closed channel
     }

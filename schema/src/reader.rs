@@ -310,6 +310,24 @@ impl ThreadCursor {
         }
     }
 
+    /// The decoded events not returned yet (empty when the next call of
+    /// [`Self::next_event`] decodes a chunk).
+    #[inline]
+    pub(crate) fn pending(&self) -> &[Event] {
+        self.events.get(self.pos..).unwrap_or_default()
+    }
+
+    /// Consumes the first `n` events of [`Self::pending`], as `n` calls of
+    /// [`Self::next_event`] would.
+    #[inline]
+    pub(crate) fn skip(&mut self, n: usize) {
+        debug_assert!(
+            n <= self.pending().len(),
+            "skipping past the decoded events"
+        );
+        self.pos += n;
+    }
+
     /// Steps back over the event [`Self::next_event`] just returned, so that it is returned
     /// again. Only valid directly after a `next_event` that returned an event.
     #[inline]

@@ -242,3 +242,124 @@ fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
     // Thread 1 acquires only after thread 0 released at time 0 + 10.
     assert_eq!((load.time, load.thread), (10, 1));
 }
+
+/// `next_batch` in batches of `max`: the events, then the error if the merge failed.
+fn batched(f: &TraceFile, max: usize) -> (Vec<TimedEvent>, Option<String>) {
+    let mut m = f.merged().unwrap();
+    let mut all = Vec::new();
+    loop {
+        let mut out = Vec::new();
+        let r = m.next_batch(&mut out, max);
+        assert!(out.len() <= max);
+        all.extend(out);
+        match r {
+            Ok(true) => continue,
+            Ok(false) => return (all, None),
+            Err(e) => return (all, Some(e.to_string())),
+        }
+    }
+}
+
+/// One event at a time: the events, then the error if the merge failed.
+fn one_by_one(f: &TraceFile) -> (Vec<TimedEvent>, Option<String>) {
+    let mut all = Vec::new();
+    for e in f.merged().unwrap() {
+        match e {
+            Ok(e) => all.push(e),
+            Err(e) => return (all, Some(e.to_string())),
+        }
+    }
+    (all, None)
+}
+
+/// Batches give the same events in the same order as single steps, whatever the batch size:
+/// synthetic workloads (barriers, many chunks), locks and thread creation interleaved with
+/// accesses, and a merge that ends in a deadlock.
+#[test]
+fn batches_equal_single_events() {
+    use cachescope_schema::synth::{generate, GenParams, Workload};
+    let sizes = [1, 2, 7, 64, 1000, 16 * 1024];
+    for w in Workload::ALL {
+        for threads in [1, 2, 4] {
+            let mut p = GenParams::new(w);
+            p.threads = threads;
+            p.size = 16 << 10;
+            p.iterations = 2;
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("g.cstrace");
+            std::fs::write(&path, generate(&p, Vec::new(), 1000).unwrap()).unwrap();
+            let f = TraceFile::open(&path).unwrap();
+            let single = one_by_one(&f);
+            assert!(single.1.is_none(), "{w} x{threads}: {:?}", single.1);
+            for max in sizes {
+                assert!(
+                    batched(&f, max) == single,
+                    "{w} x{threads}, batches of {max}"
+                );
+            }
+        }
+    }
+    const L: u64 = 0x10;
+    let ld = |a: u64| Event::load(a, 8);
+    let acq = |order| Event::LockAcquire { lock: L, order };
+    let rel = Event::LockRelease { lock: L };
+    let enter = Event::BarrierEnter {
+        barrier: B,
+        participants: 2,
+    };
+    let leave = Event::BarrierLeave { barrier: B };
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![
+                ld(0),
+                adv(5),
+                acq(0),
+                ld(8),
+                ld(16),
+                rel,
+                adv(100),
+                enter,
+                leave,
+                ld(24),
+                acq(2),
+                rel,
+                ld(32),
+            ],
+            vec![
+                adv(3),
+                ld(64),
+                ld(72),
+                acq(1),
+                adv(40),
+                rel,
+                enter,
+                leave,
+                adv(1),
+                ld(80),
+                ld(88),
+                ld(96),
+            ],
+        ],
+    );
+    let single = one_by_one(&f);
+    assert!(single.1.is_none(), "{:?}", single.1);
+    for max in sizes {
+        assert!(batched(&f, max) == single, "locks, batches of {max}");
+    }
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![ld(0), adv(2), enter, leave],
+            vec![ld(8), ld(16), adv(9), ld(24)],
+        ],
+    );
+    let single = one_by_one(&f);
+    assert!(
+        single.1.as_deref().is_some_and(|e| e.contains("barrier")),
+        "{single:?}"
+    );
+    for max in sizes {
+        assert!(batched(&f, max) == single, "deadlock, batches of {max}");
+    }
+}

@@ -39,10 +39,12 @@ fn events(
     trace: &TraceFile,
 ) -> Result<impl Iterator<Item = Result<TimedEvent, TraceError>>, SimError> {
     let path = trace.path().to_path_buf();
-    let merged = trace
-        .merged()?
-        .map(move |e| e.map_err(|err| err.at_path(&path)));
-    Ok(prefetch(merged)?)
+    let mut merged = trace.merged()?;
+    Ok(prefetch(move |out: &mut Vec<TimedEvent>, max| {
+        merged
+            .next_batch(out, max)
+            .map_err(|err| err.at_path(&path))
+    })?)
 }
 
 /// Replays in-memory events, already in the global (time, thread) order, through the exact
