@@ -331,7 +331,9 @@ impl ExactEngine {
         v
     }
 
-    /// Processes one event of the global order.
+    /// Processes one event of the global order. Inlined into the caller's loop: a call per
+    /// event saved and restored six registers, about as much as an L1 hit's own work.
+    #[inline]
     pub fn process(&mut self, e: &TimedEvent) {
         let slot = match self.last_thread {
             Some((t, i)) if t == e.thread => i,
