@@ -18,6 +18,27 @@ fn trace(unit: TimeUnit, threads: &[Vec<Event>]) -> (tempfile::TempDir, TraceFil
     (dir, f)
 }
 
+/// A small synthetic trace of `w` with `threads` threads, in chunks of 1000 events.
+fn synthetic(
+    w: cachescope_schema::synth::Workload,
+    threads: u32,
+) -> (
+    cachescope_schema::synth::GenParams,
+    tempfile::TempDir,
+    TraceFile,
+) {
+    use cachescope_schema::synth::{generate, GenParams};
+    let mut p = GenParams::new(w);
+    p.threads = threads;
+    p.size = 16 << 10;
+    p.iterations = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.cstrace");
+    std::fs::write(&path, generate(&p, Vec::new(), 1000).unwrap()).unwrap();
+    let f = TraceFile::open(&path).unwrap();
+    (p, dir, f)
+}
+
 fn merged(f: &TraceFile) -> Vec<TimedEvent> {
     f.merged().unwrap().map(Result::unwrap).collect()
 }
@@ -28,13 +49,16 @@ fn adv(units: u64) -> Event {
 
 const B: u64 = 0xb0;
 
+/// Entering barrier `B` of two threads, and leaving it.
+const ENTER2: Event = Event::BarrierEnter {
+    barrier: B,
+    participants: 2,
+};
+const LEAVE: Event = Event::BarrierLeave { barrier: B };
+
 #[test]
 fn barrier_leaves_at_latest_enter() {
-    let enter = Event::BarrierEnter {
-        barrier: B,
-        participants: 2,
-    };
-    let leave = Event::BarrierLeave { barrier: B };
+    let (enter, leave) = (ENTER2, LEAVE);
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[
@@ -162,22 +186,15 @@ fn release_without_acquire_is_inconsistent() {
 
 #[test]
 fn synthetic_workloads_merge_without_deadlock() {
-    use cachescope_schema::synth::{generate, GenParams, Workload};
+    use cachescope_schema::synth::{generate, Workload};
     for w in Workload::ALL {
         for threads in [1, 3] {
-            let mut p = GenParams::new(w);
-            p.threads = threads;
-            p.size = 16 << 10;
-            p.iterations = 2;
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("g.cstrace");
-            let bytes = generate(&p, Vec::new(), 1000).unwrap();
-            std::fs::write(&path, &bytes).unwrap();
-            let f = TraceFile::open(&path).unwrap();
+            let (p, _d, f) = synthetic(w, threads);
             let ev = merged(&f);
             assert_eq!(ev.len() as u64, f.event_count(), "{w} x{threads}");
             assert!(ev.windows(2).all(|x| x[0].time <= x[1].time), "{w}");
             // Same parameters, same bytes.
+            let bytes = std::fs::read(f.path()).unwrap();
             assert_eq!(generate(&p, Vec::new(), 1000).unwrap(), bytes, "{w}");
         }
     }
@@ -277,18 +294,11 @@ fn one_by_one(f: &TraceFile) -> (Vec<TimedEvent>, Option<String>) {
 /// accesses, and a merge that ends in a deadlock.
 #[test]
 fn batches_equal_single_events() {
-    use cachescope_schema::synth::{generate, GenParams, Workload};
+    use cachescope_schema::synth::Workload;
     let sizes = [1, 2, 7, 64, 1000, 16 * 1024];
     for w in Workload::ALL {
         for threads in [1, 2, 4] {
-            let mut p = GenParams::new(w);
-            p.threads = threads;
-            p.size = 16 << 10;
-            p.iterations = 2;
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("g.cstrace");
-            std::fs::write(&path, generate(&p, Vec::new(), 1000).unwrap()).unwrap();
-            let f = TraceFile::open(&path).unwrap();
+            let (_p, _d, f) = synthetic(w, threads);
             let single = one_by_one(&f);
             assert!(single.1.is_none(), "{w} x{threads}: {:?}", single.1);
             for max in sizes {
@@ -303,11 +313,7 @@ fn batches_equal_single_events() {
     let ld = |a: u64| Event::load(a, 8);
     let acq = |order| Event::LockAcquire { lock: L, order };
     let rel = Event::LockRelease { lock: L };
-    let enter = Event::BarrierEnter {
-        barrier: B,
-        participants: 2,
-    };
-    let leave = Event::BarrierLeave { barrier: B };
+    let (enter, leave) = (ENTER2, LEAVE);
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[

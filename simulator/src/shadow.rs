@@ -123,18 +123,24 @@ impl FaLru {
         (n as usize) < self.listed.len()
     }
 
-    fn unlink(&mut self, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+    /// Points `p`'s next (the head, if `p` is NIL) at `after_p` and `n`'s previous (the tail,
+    /// if `n` is NIL) at `before_n`.
+    fn link(&mut self, p: u32, n: u32, after_p: u32, before_n: u32) {
         if p == NIL {
-            self.head = n
+            self.head = after_p
         } else {
-            self.next[p as usize] = n
+            self.next[p as usize] = after_p
         }
         if n == NIL {
-            self.tail = p
+            self.tail = before_n
         } else {
-            self.prev[n as usize] = p
+            self.prev[n as usize] = before_n
         }
+    }
+
+    fn unlink(&mut self, s: u32) {
+        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        self.link(p, n, n, p);
     }
 
     fn push_front(&mut self, s: u32) {
@@ -191,40 +197,32 @@ impl FaLru {
     /// it was present. Misses insert it, evicting the least recently used line when full.
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
-        match self.front_find(line) {
-            Some((pos, _)) => {
-                self.promote(pos);
-                self.front_tag[pos] = NO_TAG;
-                true
-            }
-            None => self.access_list(line, NO_TAG, false),
-        }
+        self.access_as(line, NO_TAG, false)
     }
 
     /// Accesses `line`, which the real cache holds (and held before) at `slot`: a hit there.
     #[inline]
     pub fn access_cached(&mut self, line: u64, slot: u32) -> bool {
-        match self.front_find(line) {
-            Some((pos, _)) => {
-                self.promote(pos);
-                self.front_tag[pos] = slot;
-                true
-            }
-            None => self.access_list(line, slot, true),
-        }
+        self.access_as(line, slot, true)
     }
 
     /// Accesses `line`, which was just put into the real cache at `slot` (the slot's previous
     /// line reported with [`Self::left_cache`]).
     #[inline]
     pub fn access_filled(&mut self, line: u64, slot: u32) -> bool {
+        self.access_as(line, slot, false)
+    }
+
+    /// Accesses `line` with front tag `tag`; `cached` as in [`Self::access_list`].
+    #[inline(always)]
+    fn access_as(&mut self, line: u64, tag: u32, cached: bool) -> bool {
         match self.front_find(line) {
             Some((pos, _)) => {
                 self.promote(pos);
-                self.front_tag[pos] = slot;
+                self.front_tag[pos] = tag;
                 true
             }
-            None => self.access_list(line, slot, false),
+            None => self.access_list(line, tag, cached),
         }
     }
 
@@ -286,16 +284,7 @@ impl FaLru {
             let (p, n) = (self.prev[s], self.next[s]);
             self.prev[g as usize] = p;
             self.next[g as usize] = n;
-            if p == NIL {
-                self.head = g
-            } else {
-                self.next[p as usize] = g
-            }
-            if n == NIL {
-                self.tail = g
-            } else {
-                self.prev[n as usize] = g
-            }
+            self.link(p, n, g, g);
             self.listed[s] = false;
         }
     }
