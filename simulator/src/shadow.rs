@@ -108,9 +108,11 @@ impl FaLru {
             ghost: FxHashMap::default(),
             list_len: 0,
             ever: LineSet::default(),
+            // Zeroed, so the host commits the pages of a large level's nodes only as they are
+            // used: a slot node's links are set when it enters the list, before any read.
             line: vec![0; slots],
-            prev: vec![NIL; slots],
-            next: vec![NIL; slots],
+            prev: vec![0; slots],
+            next: vec![0; slots],
             head: NIL,
             tail: NIL,
             free: Vec::new(),
