@@ -70,25 +70,6 @@ where
     })
 }
 
-/// [`prefetch`] for a fallible iterator: its items up to the first error, then that error.
-pub fn prefetch_iter<T, E, I>(source: I) -> std::io::Result<Prefetched<T, E>>
-where
-    I: Iterator<Item = Result<T, E>> + Send + 'static,
-    T: Send + 'static,
-    E: Send + 'static,
-{
-    let mut source = source;
-    prefetch(move |out: &mut Vec<T>, max| {
-        while out.len() < max {
-            match source.next() {
-                Some(item) => out.push(item?),
-                None => return Ok(false),
-            }
-        }
-        Ok(true)
-    })
-}
-
 impl<T: Send + 'static, E: Send + 'static> Iterator for Prefetched<T, E> {
     type Item = Result<T, E>;
 
@@ -122,6 +103,25 @@ impl<T: Send + 'static, E: Send + 'static> Drop for Prefetched<T, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`prefetch`] for a fallible iterator: its items up to the first error, then that error.
+    pub fn prefetch_iter<T, E, I>(source: I) -> std::io::Result<Prefetched<T, E>>
+    where
+        I: Iterator<Item = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        let mut source = source;
+        prefetch(move |out: &mut Vec<T>, max| {
+            while out.len() < max {
+                match source.next() {
+                    Some(item) => out.push(item?),
+                    None => return Ok(false),
+                }
+            }
+            Ok(true)
+        })
+    }
 
     #[test]
     fn keeps_the_order_across_batches() {

@@ -19,6 +19,9 @@ pub const NO_TAG: u32 = u32::MAX;
 /// no line number reaches it: a search of all entries never matches an unused one.
 const EMPTY: u64 = u64::MAX;
 
+/// Last use of an unused front entry: later than any real use.
+const UNUSED: u64 = u64::MAX;
+
 /// Whether a line is in a [`FaLru`], and whether it ever was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
@@ -60,7 +63,8 @@ pub struct FaLru {
     front: [u64; FRONT],
     /// Front lines' slots in the real cache, [`NO_TAG`] where none.
     front_tag: [u32; FRONT],
-    /// Last use of each front entry (larger is more recent).
+    /// Last use of each front entry (larger is more recent); [`UNUSED`] where unused, so
+    /// that the oldest entry is always a used one.
     front_used: [u64; FRONT],
     /// Used front entries.
     front_len: usize,
@@ -100,7 +104,7 @@ impl FaLru {
             capacity: capacity.max(1),
             front: [EMPTY; FRONT],
             front_tag: [NO_TAG; FRONT],
-            front_used: [0; FRONT],
+            front_used: [UNUSED; FRONT],
             front_len: 0,
             clock: 0,
             absent: EMPTY,
@@ -250,7 +254,7 @@ impl FaLru {
         self.front_used[pos] = self.clock;
     }
 
-    /// Front position of the least recently used entry (the front must be full).
+    /// Front position of the least recently used of the used entries (at least one).
     fn front_oldest(&self) -> usize {
         let mut oldest = 0;
         for i in 1..FRONT {
@@ -261,14 +265,6 @@ impl FaLru {
             };
         }
         oldest
-    }
-
-    /// Front position of the least recently used of the used entries.
-    fn front_oldest_used(&self) -> usize {
-        (0..FRONT)
-            .filter(|&i| self.front[i] != EMPTY)
-            .min_by_key(|&i| self.front_used[i])
-            .unwrap_or(0)
     }
 
     /// `line` left the real cache from `slot`: its front tag is cleared, or its list node
@@ -320,14 +316,9 @@ impl FaLru {
             self.front_len += 1;
             self.front.iter().position(|&l| l == EMPTY).unwrap_or(0)
         } else {
-            // The array is full: its oldest line becomes the newest of the list. (With a
-            // capacity below FRONT the array never holds more than `capacity` lines, so the
-            // oldest is looked for among the used entries only.)
-            let pos = if self.front_len == FRONT {
-                self.front_oldest()
-            } else {
-                self.front_oldest_used()
-            };
+            // The array is full (with a capacity below FRONT: holds `capacity` lines): its
+            // oldest line becomes the newest of the list.
+            let pos = self.front_oldest();
             self.push_list_front(self.front[pos], self.front_tag[pos]);
             pos
         };
@@ -383,6 +374,7 @@ impl FaLru {
         if let Some((pos, _)) = self.front_find(line) {
             self.front[pos] = EMPTY;
             self.front_tag[pos] = NO_TAG;
+            self.front_used[pos] = UNUSED;
             self.front_len -= 1;
         } else if let Some(g) = self.ghost.remove(&line) {
             self.unlink(g);
