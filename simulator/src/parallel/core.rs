@@ -121,6 +121,20 @@ impl CoreSim {
         }
     }
 
+    /// Gives the small vectors written on every event (counters, the private levels' state)
+    /// at least 128 unused bytes past their end, so that no other core's data shares a host
+    /// cache line with them (the allocator places small blocks of different cores next to each
+    /// other). Call once the core's threads are placed.
+    pub fn pad_tails(&mut self) {
+        fn pad<T>(v: &mut Vec<T>) {
+            v.reserve_exact(128 / std::mem::size_of::<T>().max(1) + 1);
+        }
+        pad(&mut self.paths);
+        pad(&mut self.lc);
+        pad(&mut self.threads);
+        pad(&mut self.units);
+    }
+
     /// Places `thread` on this core.
     pub fn add_thread(&mut self, t: ThreadCounters) {
         self.slot_of.insert(t.thread, self.threads.len());

@@ -15,7 +15,9 @@
 //!    parallel, each owning its core while it runs; host threads take the cores (and the
 //!    replay of the previous weave's shared-level classification log, `shared_class.rs`, in
 //!    two halves: the first and the last task) as tasks, whichever thread is free, so fewer
-//!    host threads than cores run several in turn.
+//!    host threads than cores run several in turn. With two or more host threads, host
+//!    thread 0 replays the first half right after the weave instead, while the others are
+//!    still scanning (the scan takes longer than the weave), and the bound phase finds it done.
 //! 3. **weave**: one thread applies all requests to the directory and the shared levels (whose
 //!    capacity/conflict classification it only logs, for the next bound phase) in
 //!    the global (time, thread) order (`weave.rs`); invalidations, downgrades and E grants
@@ -59,6 +61,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
+use crossbeam_utils::CachePadded;
 use rustc_hash::FxHashMap;
 
 use cachescope_schema::{ThreadId, TimeUnit, TimedEvent};
@@ -235,9 +238,13 @@ pub struct ParallelEngine {
     model: MachineModel,
     geo: Geometry,
     cfg: ParallelConfig,
-    cores: Vec<Mutex<CoreSim>>,
+    /// Per core, its state. Each on host cache lines of its own: a core's state is written by
+    /// whichever host thread runs the core, and two cores' state on one host line made the
+    /// workers slow each other down (false sharing; 2 host threads gained 1.37× over 1 with
+    /// it, 1.59× without).
+    cores: Vec<CachePadded<Mutex<CoreSim>>>,
     /// Per core, its part of the quantum (apart from the core: scanned while it is woven).
-    foots: Vec<Mutex<Footprint>>,
+    foots: Vec<CachePadded<Mutex<Footprint>>>,
     weave: RwLock<Weave>,
     /// Miss classes of the shared levels, replayed from the weave's log (`shared_class.rs`).
     shared_class: Mutex<SharedClassifier>,
@@ -348,6 +355,10 @@ impl ParallelEngine {
                 ..ThreadCounters::default()
             });
         }
+        // Each core's small, hot vectors get a tail of their own (see `cores`).
+        for c in &mut cores {
+            c.pad_tails();
+        }
         let shared = (p..n)
             .map(|i| Cache::new(&m.levels[i], ls, seed(i, 0)))
             .collect();
@@ -360,8 +371,11 @@ impl ParallelEngine {
             )),
             shared_class: Mutex::new(SharedClassifier::new(shared_lines, ncores)),
             next_task: AtomicUsize::new(0),
-            foots: (0..ncores).map(|_| Mutex::default()).collect(),
-            cores: cores.into_iter().map(Mutex::new).collect(),
+            foots: (0..ncores).map(|_| CachePadded::default()).collect(),
+            cores: cores
+                .into_iter()
+                .map(|c| CachePadded::new(Mutex::new(c)))
+                .collect(),
             geo,
             cfg,
             table: ThreadTable::new(&core_of),
@@ -518,8 +532,13 @@ impl ParallelEngine {
                         this.observe(quantum);
                     };
                     if k > 1 && hi < events.len() {
-                        // The other host threads scan the next quantum while this one weaves.
-                        run_phase(SCAN_AHEAD, hi, quantum_end(hi), &weave_and_observe);
+                        // The other host threads scan the next quantum while this one weaves
+                        // (and replays the first half of the weave's shared-level log: the
+                        // scan takes longer than the weave).
+                        run_phase(SCAN_AHEAD, hi, quantum_end(hi), &|| {
+                            weave_and_observe();
+                            lock(&this.shared_class).replay_first_half();
+                        });
                         scanned = true;
                     } else {
                         weave_and_observe();
@@ -544,7 +563,7 @@ impl ParallelEngine {
     /// (see the module docs): then it must run in lockstep. Serial, but only over the lines
     /// each core writes.
     fn interferes(&self) -> bool {
-        let foots: Vec<MutexGuard<'_, Footprint>> = self.foots.iter().map(lock).collect();
+        let foots: Vec<MutexGuard<'_, Footprint>> = self.foots.iter().map(|m| lock(m)).collect();
         if foots.iter().any(|f| f.dir_conflict) {
             return true;
         }
@@ -579,7 +598,7 @@ impl ParallelEngine {
     /// next event: the exact engine's order, on one thread.
     fn lockstep(&self, events: &[TimedEvent]) {
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
-        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let mut cores: Vec<&mut CoreSim> = guards.iter_mut().map(|g| &mut **g).collect();
         for c in &mut cores {
             c.begin_lockstep();
@@ -686,7 +705,7 @@ impl ParallelEngine {
             return;
         };
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
-        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let logs = std::iter::once(&mut weave.log).chain(guards.iter_mut().map(|g| &mut g.log));
         lock(observer).quantum(events, logs);
     }
@@ -700,14 +719,14 @@ impl ParallelEngine {
 
     fn weave(&self) {
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
-        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let mut cores: Vec<&mut CoreSim> = guards.iter_mut().map(|g| &mut **g).collect();
         weave.run(&mut cores);
     }
 
     /// The report so far.
     pub fn report(&self) -> SimReport {
-        let guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(lock).collect();
+        let guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let names = {
             let mut v = self.model.path_names();
             v.truncate(self.geo.paths);
