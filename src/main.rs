@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod output;
+mod partial;
 
 use std::process::ExitCode;
 

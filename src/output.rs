@@ -8,6 +8,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::partial::Partial;
+
 /// Writes `text` to stdout. `print!` panics when stdout fails (a full disk, a closed pipe);
 /// this returns the error instead, so the command exits 2 with a message.
 pub fn print(text: impl std::fmt::Display) -> Result<()> {
@@ -33,7 +35,8 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Makes `path` the file that `write` writes: `write` gets a temporary file next to `path`,
 /// which is renamed over `path` only when `write` succeeded. A full disk, a size limit, an
-/// error or an interruption leaves the previous file as it was (and no half-written one).
+/// error or an interruption (Ctrl-C, SIGTERM, SIGHUP: see `partial.rs`) leaves the previous
+/// file as it was, and no half-written one.
 /// A symbolic link's target is replaced, not the link. Something that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a pipe) cannot be replaced: `write` writes to it directly.
 pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
@@ -54,6 +57,8 @@ pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
         .suffix(".partial")
         .tempfile_in(dir)
         .with_context(|| format!("writing {}", path.display()))?;
+    // Removed on Ctrl-C or SIGTERM too, which skip `tmp`'s destructor.
+    let _partial = Partial::track(tmp.path());
     write(tmp.path())?;
     // A temporary file is private (0600); the result gets the permissions of the file it
     // replaces, or those of an ordinary new file.

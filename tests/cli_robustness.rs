@@ -240,3 +240,73 @@ fn importing_a_log_without_lackey_records_is_an_error() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
     assert_eq!(listing(dir.path()), ["empty.lackey", "t.cstrace"]);
 }
+
+/// Polls `done` every 20 ms for up to 20 s.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_interrupted_write_leaves_no_temporary_file_and_the_old_output() {
+    use std::io::Write;
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.cstrace");
+        std::fs::write(&out, "the previous output\n").unwrap();
+        // An import from a pipe that stays open: the temporary trace exists until the end.
+        let mut child = Command::new(support::cachescope())
+            .args(["import", "lackey", "-", "-o", out.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for i in 0..1000u64 {
+            writeln!(
+                stdin,
+                "I  {:08x},3\n L {:08x},8",
+                0x400 + i * 4,
+                0x1000 + i * 8
+            )
+            .unwrap();
+        }
+        stdin.flush().unwrap();
+        wait_for("the temporary file", || {
+            listing(dir.path()).iter().any(|n| n.ends_with(".partial"))
+        });
+        let kill = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let mut status = None;
+        wait_for("the import to exit", || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        drop(stdin);
+        assert_eq!(
+            status.unwrap().code(),
+            Some(code),
+            "exit status after kill {signal}"
+        );
+        assert_eq!(
+            listing(dir.path()),
+            vec!["t.cstrace".to_string()],
+            "after kill {signal}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "the previous output\n",
+            "after kill {signal}"
+        );
+    }
+}
