@@ -4,9 +4,9 @@
 //! when complete (`output::replace_with`). Dropping the temporary file removes it, but Ctrl-C,
 //! SIGTERM or a closed terminal end the process without running destructors: an import from a
 //! pipe, interrupted after minutes, left gigabytes in a hidden `.cachescope-*.partial` file.
-//! While such a file exists, a thread waits for those signals; on one it removes every file
-//! still registered and exits with 128 + the signal number, as the default action's status
-//! reads in a shell. The target itself is never touched: it keeps its previous content.
+//! From the first such file on, a thread waits for those signals; on one it removes every
+//! file still registered and exits with 128 + the signal number, the status a shell shows for
+//! the default action. The target itself is never touched: it keeps its previous content.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once, PoisonError};
