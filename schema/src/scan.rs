@@ -147,10 +147,27 @@ fn scan_into(
                     )));
                 }
                 if meta.sequence as usize != thread.chunks.len() {
+                    // The break shows here, but the damage may be earlier: a lost chunk, or one
+                    // of this thread's chunks labelled with another thread's id.
+                    let (expected, seq) = (thread.chunks.len() as u64, meta.sequence as u64);
+                    let hint = match seq.checked_sub(expected) {
+                        Some(1) => format!(
+                            " (chunk {expected} of thread {} is missing, or carries another \
+                             thread id)",
+                            meta.thread
+                        ),
+                        Some(n) if n > 1 => format!(
+                            " (chunks {expected} to {} of thread {} are missing, or carry \
+                             another thread id)",
+                            seq - 1,
+                            meta.thread
+                        ),
+                        _ => String::new(),
+                    };
                     return Err(ctx(TraceError::new(
                         ErrorKind::Inconsistent,
                         format!(
-                            "chunk sequence {} where {} was expected",
+                            "chunk sequence {} where {} was expected{hint}",
                             meta.sequence,
                             thread.chunks.len()
                         ),

@@ -224,6 +224,12 @@ fn sequence_gap_is_inconsistent() {
     });
     assert_eq!(err.kind, ErrorKind::Inconsistent, "{err}");
     assert!(err.message.contains("sequence 5"), "{err}");
+    // The break shows at this chunk; the message says where the damage may really be.
+    assert!(
+        err.message
+            .contains("chunks 0 to 4 of thread 0 are missing, or carry another thread id"),
+        "{err}"
+    );
 }
 
 #[test]
