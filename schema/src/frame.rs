@@ -164,7 +164,7 @@ impl<R: Read> FrameReader<R> {
         if actual != crc {
             return Err(TraceError::new(
                 ErrorKind::ChecksumMismatch,
-                format!("frame CRC is {actual:#010x}, header says {crc:#010x}"),
+                format!("frame CRC is {actual:#010x}, its frame header says {crc:#010x}"),
             )
             .at_offset(start));
         }

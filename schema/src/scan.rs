@@ -103,7 +103,16 @@ fn scan_into(
                 .at_offset(scan.good_bytes)),
             };
         }
-        let Some(frame) = next.map_err(|e| e.in_chunk(scan.chunks.len() as u64))? else {
+        // A frame that cannot be read is the header record's while there is no header yet;
+        // after it, the frame is counted as the next chunk (a trailer is only known once read).
+        let Some(frame) = next.map_err(|e| match scan.header {
+            Some(_) => e.in_chunk(scan.chunks.len() as u64),
+            None => TraceError {
+                message: format!("the header record: {}", e.message),
+                ..e
+            },
+        })?
+        else {
             break;
         };
         let at = |e: TraceError| e.at_offset(frame.offset);

@@ -106,6 +106,30 @@ fn flipped_bits_are_detected_everywhere() {
 }
 
 #[test]
+fn damage_in_the_header_record_is_not_called_a_chunk() {
+    let (bytes, _) = sample();
+    let first_chunk = first_chunk_offset(&bytes) as usize;
+    // A byte of the header record's payload (after the file header and its frame header).
+    let pos = (FILE_HEADER_BYTES + FRAME_HEADER_BYTES) as usize + 4;
+    assert!(pos < first_chunk);
+    let mut bad = bytes.clone();
+    bad[pos] ^= 0x10;
+    let err = with_file(&bad, |p| TraceFile::open(p).err().unwrap());
+    assert_eq!(err.kind, ErrorKind::ChecksumMismatch, "{err}");
+    assert_eq!(err.chunk, None, "{err}");
+    assert!(err.message.starts_with("the header record: "), "{err}");
+    // The same damage in the first chunk is located at chunk #0.
+    let mut bad = bytes;
+    bad[first_chunk + FRAME_HEADER_BYTES as usize + 4] ^= 0x10;
+    let err = with_file(&bad, |p| TraceFile::open(p).err().unwrap());
+    assert_eq!(
+        (err.kind, err.chunk),
+        (ErrorKind::ChecksumMismatch, Some(0)),
+        "{err}"
+    );
+}
+
+#[test]
 fn wrong_magic_and_version() {
     let (mut bytes, _) = sample();
     bytes[..8].copy_from_slice(b"NOTATRCE");
