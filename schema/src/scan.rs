@@ -266,7 +266,9 @@ fn check_trailer(scan: &Scan, trailer: &Trailer, checksum: u32) -> Result<()> {
         return Err(TraceError::new(
             ErrorKind::ChecksumMismatch,
             format!(
-                "trailer chunk checksum {:#010x}, chunks give {checksum:#010x}",
+                "trailer chunk checksum {:#010x}, chunks give {checksum:#010x} (some chunk was \
+                 replaced after recording, each frame intact, or the trailer was; which one \
+                 cannot be told)",
                 trailer.chunk_checksum
             ),
         ));

@@ -214,11 +214,11 @@ fn garbage_chunk_data_is_malformed_with_location() {
         let report = verify_file(p).unwrap();
         assert_eq!(report.damage_kind, Some(ErrorKind::Malformed));
         assert_eq!(report.complete_chunks, 0);
-        // Strict opening refuses the file: the trailer's chunk checksum no longer matches.
-        assert_eq!(
-            TraceFile::open(p).err().unwrap().kind,
-            ErrorKind::ChecksumMismatch
-        );
+        // Strict opening refuses the file: the trailer's chunk checksum no longer matches,
+        // and the message says the replaced chunk cannot be named from it.
+        let err = TraceFile::open(p).err().unwrap();
+        assert_eq!(err.kind, ErrorKind::ChecksumMismatch);
+        assert!(err.message.contains("some chunk was replaced"), "{err}");
         // Opening only reads metadata; decoding the forged chunk fails with its location.
         let f = TraceFile::open_with(
             p,
