@@ -52,13 +52,14 @@ pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
             dir.display()
         );
     }
-    let tmp = tempfile::Builder::new()
-        .prefix(".cachescope-")
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .with_context(|| format!("writing {}", path.display()))?;
     // Removed on Ctrl-C or SIGTERM too, which skip `tmp`'s destructor.
-    let _partial = Partial::track(tmp.path());
+    let (_partial, tmp) = Partial::create(|| {
+        tempfile::Builder::new()
+            .prefix(".cachescope-")
+            .suffix(".partial")
+            .tempfile_in(dir)
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
     write(tmp.path())?;
     // A temporary file is private (0600); the result gets the permissions of the file it
     // replaces, or those of an ordinary new file.

@@ -8,11 +8,12 @@
 //! file still registered and exits with 128 + the signal number, the status a shell shows for
 //! the default action. The target itself is never touched: it keeps its previous content.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, Once, PoisonError};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+use tempfile::NamedTempFile;
 
 /// Temporary files being written, removed on an interruption.
 static REGISTERED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -24,11 +25,18 @@ static WATCH: Once = Once::new();
 pub struct Partial(PathBuf);
 
 impl Partial {
-    /// Registers `path` (a temporary file the caller removes or renames itself when done).
-    pub fn track(path: &Path) -> Partial {
+    /// Creates a temporary file with `make` and registers its path. The registry stays locked
+    /// from before the file exists until its path is in it, so a signal arriving in between
+    /// waits and then removes it too. The caller renames the file or lets it be removed; keep
+    /// the returned `Partial` alive until then (declare it first, so that it is dropped last).
+    pub fn create(
+        make: impl FnOnce() -> std::io::Result<NamedTempFile>,
+    ) -> std::io::Result<(Partial, NamedTempFile)> {
         WATCH.call_once(watch_signals);
-        registered().push(path.to_path_buf());
-        Partial(path.to_path_buf())
+        let mut list = registered();
+        let tmp = make()?;
+        list.push(tmp.path().to_path_buf());
+        Ok((Partial(tmp.path().to_path_buf()), tmp))
     }
 }
 
