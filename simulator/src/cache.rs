@@ -45,7 +45,8 @@ pub struct Cache {
     policy: Replacement,
     tags: Vec<u64>,
     state: Vec<u8>,
-    /// LRU: last-use stamp; FIFO: fill stamp.
+    /// LRU: last-use stamp; FIFO: fill stamp; 0 for an empty way (uses and fills are
+    /// stamped from 1 on).
     stamp: Vec<u64>,
     /// Tree-PLRU bits, one word per set.
     plru: Vec<u64>,
@@ -202,18 +203,26 @@ impl Cache {
         debug_assert!(self.find(line).is_none(), "line {line:#x} filled twice");
         let set = self.set_of(line);
         let base = set * self.assoc;
-        let way = match self.tags[base..base + self.assoc]
-            .iter()
-            .position(|&t| t == INVALID)
-        {
-            Some(w) => w,
-            None => match self.policy {
-                Replacement::Lru | Replacement::Fifo => {
-                    let s = &self.stamp[base..base + self.assoc];
-                    (0..self.assoc).min_by_key(|&w| s[w]).unwrap_or(0)
+        let way = match self.policy {
+            // Empty ways have stamp 0 and held lines later ones: the first way with the
+            // smallest stamp is the first empty way, else the policy's victim. One pass.
+            Replacement::Lru | Replacement::Fifo => {
+                let s = &self.stamp[base..base + self.assoc];
+                let (mut way, mut oldest) = (0, u64::MAX);
+                for (w, &stamp) in s.iter().enumerate() {
+                    if stamp < oldest {
+                        (way, oldest) = (w, stamp);
+                    }
                 }
-                Replacement::Plru => self.plru_victim(set),
-                Replacement::Random => (self.rng.next() % self.assoc as u64) as usize,
+                way
+            }
+            Replacement::Plru | Replacement::Random => match self.tags[base..base + self.assoc]
+                .iter()
+                .position(|&t| t == INVALID)
+            {
+                Some(w) => w,
+                None if self.policy == Replacement::Plru => self.plru_victim(set),
+                None => (self.rng.next() % self.assoc as u64) as usize,
             },
         };
         let slot = base + way;
@@ -242,6 +251,8 @@ impl Cache {
     pub fn invalidate_slot(&mut self, line: u64) -> Option<(usize, u8)> {
         let slot = self.find(line)?;
         self.tags[slot] = INVALID;
+        // An empty way's stamp is 0 (see `fill_at`).
+        self.stamp[slot] = 0;
         let s = self.state[slot];
         self.state[slot] = 0;
         Some((slot, s))
@@ -358,6 +369,17 @@ mod tests {
                 Replacement::Random => unreachable!(),
             }
         }
+
+        /// Removes `line` (a coherence invalidation): its way becomes empty.
+        fn invalidate(&mut self, line: u64) {
+            let s = (line % self.sets.len() as u64) as usize;
+            self.sets[s].retain(|&l| l != line);
+            for w in &mut self.ways[s] {
+                if *w == Some(line) {
+                    *w = None;
+                }
+            }
+        }
     }
 
     fn simulate(c: &mut Cache, line: u64) -> bool {
@@ -374,17 +396,24 @@ mod tests {
     }
 
     proptest! {
+        /// Same hits as the naive model, also when lines are invalidated (an empty way is
+        /// filled before any line is evicted).
         #[test]
         fn policies_match_naive_reference(
             policy in prop::sample::select(vec![Replacement::Lru, Replacement::Fifo, Replacement::Plru]),
             assoc_log in 0u32..4,
             sets in prop::sample::select(vec![1usize, 2, 3, 4, 6]),
-            lines in prop::collection::vec(0u64..48, 1..400),
+            ops in prop::collection::vec((0u64..48, 0u8..8), 1..400),
         ) {
             let assoc = 1usize << assoc_log;
             let mut c = Cache::new(&level((sets * assoc * 64) as u64, assoc as u32, policy), 64, 1);
             let mut n = Naive::new(sets, assoc, policy);
-            for (i, &l) in lines.iter().enumerate() {
+            for (i, &(l, op)) in ops.iter().enumerate() {
+                if op == 0 {
+                    c.invalidate(l);
+                    n.invalidate(l);
+                    continue;
+                }
                 prop_assert_eq!(simulate(&mut c, l), n.access(l), "access {} line {}", i, l);
             }
         }

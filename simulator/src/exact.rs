@@ -38,6 +38,9 @@ use crate::counters::{
 use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
 use crate::shadow::{Classifier, Presence, NO_TAG};
 
+/// `last_thread` before the first event: no thread id (a u32) equals it.
+const NO_THREAD: u64 = u64::MAX;
+
 /// How threads are placed on simulated cores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ThreadMapping {
@@ -220,8 +223,9 @@ pub struct ExactEngine {
     threads: Vec<ThreadCounters>,
     /// Thread id → index into `threads`.
     slot_of: FxHashMap<ThreadId, usize>,
-    /// The last thread looked up (events come in long runs of one thread).
-    last_thread: Option<(ThreadId, usize)>,
+    /// The last thread looked up (events come in long runs of one thread) and its index;
+    /// [`NO_THREAD`] before the first event (a u64 compare instead of an `Option`'s two).
+    last_thread: (u64, usize),
     unsimulated_fetches: u64,
     /// Transfers counted on any path but the first (core↔first level), by any core.
     beyond_first_moves: u64,
@@ -304,7 +308,7 @@ impl ExactEngine {
             first_path: vec![PathBytes::default(); cores],
             threads,
             slot_of,
-            last_thread: None,
+            last_thread: (NO_THREAD, 0),
             unsimulated_fetches: 0,
             beyond_first_moves: 0,
             access_cost: unit.access_cost(),
@@ -335,29 +339,29 @@ impl ExactEngine {
     /// event saved and restored six registers, about as much as an L1 hit's own work.
     #[inline]
     pub fn process(&mut self, e: &TimedEvent) {
-        let slot = match self.last_thread {
-            Some((t, i)) if t == e.thread => i,
-            _ => match self.slot_of.get(&e.thread) {
+        let slot = if self.last_thread.0 == u64::from(e.thread) {
+            self.last_thread.1
+        } else {
+            match self.slot_of.get(&e.thread) {
                 Some(&i) => {
-                    self.last_thread = Some((e.thread, i));
+                    self.last_thread = (u64::from(e.thread), i);
                     i
                 }
                 None => return,
-            },
+            }
         };
-        let Event::Access(a) = e.event else {
+        let Event::Access(a) = &e.event else {
             return self.process_other(slot, e);
         };
-        let cost = self.access_cost;
+        // The access's time units are added up in `report` (accesses × cost).
         let t = &mut self.threads[slot];
         t.accesses += 1;
-        t.time_units = t.time_units.saturating_add(cost);
-        t.end_time = t.end_time.max(e.time.saturating_add(cost));
+        t.end_time = t.end_time.max(e.time.saturating_add(self.access_cost));
         let core = t.core as usize;
         if let Some(log) = self.log.as_mut() {
             log.current = Some((e.thread, a.pc));
         }
-        self.access(core, &a);
+        self.access(core, a);
     }
 
     /// An event other than an access, of the thread at `slot`. Out of line: accesses are
@@ -531,9 +535,9 @@ impl ExactEngine {
                 found
             }
         };
-        if let Some(s) = slot {
-            self.lc[lc].hits += 1;
-            return Some(s);
+        if slot.is_some() {
+            // Hits are counted in `report` (accesses − misses).
+            return slot;
         }
         self.classify_miss(core, i, u, line, off, len);
         None
@@ -819,7 +823,9 @@ impl ExactEngine {
                 // The victim level gives the line up; its dirt moves with it.
                 state |= moved_state & DIRTY;
             }
-            self.fill(core, i, line, state);
+            // Every level above the source missed, and filling one level only moves other
+            // lines: the line is absent here.
+            self.fill_absent(core, i, line, state);
         }
         if exclusive_source {
             if let Source::Level(i) = source {
@@ -894,7 +900,8 @@ impl ExactEngine {
 
     /// Bookkeeping after one of `core`'s private copies of `line` disappeared.
     fn private_copy_gone(&mut self, core: usize, line: u64) {
-        if self.private_state(core, line).is_none() {
+        // With one private level, the copy that went was the core's only one.
+        if self.p == 1 || self.private_state(core, line).is_none() {
             if let Some(s) = self.sharers.get_mut(&line) {
                 *s &= !(1u64 << core);
                 if *s == 0 {
@@ -906,9 +913,13 @@ impl ExactEngine {
 
     /// Inserts `line` at level `i` for `core` and deals with the victim.
     fn fill(&mut self, core: usize, i: usize, line: u64, state: u8) {
-        if self.cache(core, i).find(line).is_some() {
-            return;
+        if self.cache(core, i).find(line).is_none() {
+            self.fill_absent(core, i, line, state);
         }
+    }
+
+    /// Like [`Self::fill`], for a line known not to be at level `i` of `core`.
+    fn fill_absent(&mut self, core: usize, i: usize, line: u64, state: u8) {
         let (slot, victim) = self.cache(core, i).fill_at(line, state);
         let class = self.classifier(core, i);
         if let Some(v) = victim {
@@ -926,8 +937,8 @@ impl ExactEngine {
     }
 
     fn evicted(&mut self, core: usize, i: usize, v: Evicted) {
+        // (The classifier learnt of the victim in `fill`, before the new line took its slot.)
         self.lc[core * self.n + i].evictions += 1;
-        self.classifier(core, i).removed(v.line, v.slot);
         if i < self.p {
             self.private_copy_gone(core, v.line);
         }
@@ -1045,6 +1056,18 @@ impl ExactEngine {
         let mut cores = self.cores.clone();
         for (c, core) in cores.iter_mut().enumerate() {
             core.levels = self.lc[c * self.n..(c + 1) * self.n].to_vec();
+            for l in &mut core.levels {
+                // Every lookup is a hit or a classified miss.
+                l.hits = l.accesses.total() - l.misses.total();
+            }
+        }
+        let mut threads = self.threads.clone();
+        for t in &mut threads {
+            // Until now `time_units` held the advances alone (a sum that saturates, as does
+            // this one: the order of the terms does not matter).
+            t.time_units = t
+                .time_units
+                .saturating_add(t.accesses.saturating_mul(self.access_cost));
         }
         let mut r = SimReport {
             schema: REPORT_SCHEMA,
@@ -1054,7 +1077,7 @@ impl ExactEngine {
             cores,
             levels: Vec::new(),
             paths,
-            threads: self.threads.clone(),
+            threads,
             unsimulated_fetches: self.unsimulated_fetches,
             slack: None,
             quanta: None,

@@ -4,8 +4,8 @@
 //! A hash set of lines grows with the footprint (16+ bytes per line, spread over memory),
 //! so on large traces nearly every query misses the host's caches. Programs touch lines in
 //! runs, so the set is kept as bitmaps of [`PAGE_LINES`] consecutive lines (one host cache
-//! line each), found through a small map of pages, with the last page remembered: a
-//! sequential sweep costs one bit test per line.
+//! line each), found through a small map of pages, with the pages used last remembered in a
+//! few direct-mapped entries: sweeps over a few arrays at once cost one bit test per line.
 
 use rustc_hash::FxHashMap;
 
@@ -14,23 +14,47 @@ const PAGE_LINES: u64 = 512;
 
 const WORDS: usize = (PAGE_LINES / 64) as usize;
 
+/// Entries of the recently used pages (a power of two): a loop nest sweeps a few arrays at a
+/// time, each in its own page.
+const RECENT: usize = 8;
+
+/// An unused recent entry: no page number reaches it (pages are lines / 512).
+const NO_PAGE: u64 = u64::MAX;
+
 /// A grow-only set of line numbers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LineSet {
     /// Page number (line / [`PAGE_LINES`]) → index into `bits`.
     pages: FxHashMap<u64, u32>,
     /// One bitmap per page.
     bits: Vec<[u64; WORDS]>,
-    /// The page last looked up, and its index (`None` before the first insertion).
-    last: Option<(u64, u32)>,
+    /// Pages recently inserted into, and their indices, at a hash of the page ([`NO_PAGE`]
+    /// where unused).
+    recent: [(u64, u32); RECENT],
+}
+
+impl Default for LineSet {
+    fn default() -> Self {
+        LineSet {
+            pages: FxHashMap::default(),
+            bits: Vec::new(),
+            recent: [(NO_PAGE, 0); RECENT],
+        }
+    }
+}
+
+/// The recent entry of `page` (a multiplicative hash: arrays a power of two apart are common).
+#[inline(always)]
+fn recent_of(page: u64) -> usize {
+    (page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize
 }
 
 impl LineSet {
     /// The index of `page`'s bitmap, if it has one.
     #[inline]
     fn page(&self, page: u64) -> Option<u32> {
-        match self.last {
-            Some((p, i)) if p == page => Some(i),
+        match self.recent[recent_of(page)] {
+            (p, i) if p == page => Some(i),
             _ => self.pages.get(&page).copied(),
         }
     }
@@ -57,7 +81,7 @@ impl LineSet {
                 i
             }
         };
-        self.last = Some((page, i));
+        self.recent[recent_of(page)] = (page, i);
         let word = &mut self.bits[i as usize][(bit / 64) as usize];
         let mask = 1 << (bit % 64);
         let new = *word & mask == 0;

@@ -12,6 +12,9 @@ const NIL: u32 = u32::MAX;
 /// Lines kept in the front array (see [`FaLru`]).
 const FRONT: usize = 8;
 
+/// Entries of the front's position hints (see [`FaLru::front_find`]); a power of two.
+const HINTS: usize = 32;
+
 /// Tag of a front line that is not in the real cache (see [`FaLru`]).
 pub const NO_TAG: u32 = u32::MAX;
 
@@ -68,6 +71,10 @@ pub struct FaLru {
     front_used: [u64; FRONT],
     /// Used front entries.
     front_len: usize,
+    /// Where a line was last put into the front, by a hash of the line: a line and its front
+    /// position, or a stale pair (checked against `front` before use).
+    hint_line: [u64; HINTS],
+    hint_pos: [u8; HINTS],
     /// Clock of the front entries' uses.
     clock: u64,
     /// A line [`Self::presence`] found absent, [`EMPTY`] if none: a miss is classified just
@@ -106,6 +113,8 @@ impl FaLru {
             front_tag: [NO_TAG; FRONT],
             front_used: [UNUSED; FRONT],
             front_len: 0,
+            hint_line: [EMPTY; HINTS],
+            hint_pos: [0; HINTS],
             clock: 0,
             absent: EMPTY,
             listed: vec![false; slots],
@@ -222,28 +231,43 @@ impl FaLru {
     /// Accesses `line` with front tag `tag`; `cached` as in [`Self::access_list`].
     #[inline(always)]
     fn access_as(&mut self, line: u64, tag: u32, cached: bool) -> bool {
-        match self.front_find(line) {
-            Some((pos, _)) => {
+        // A line `presence` just found absent is in neither part: no front search.
+        if self.absent != line {
+            if let Some((pos, _)) = self.front_find(line) {
                 self.promote(pos);
                 self.front_tag[pos] = tag;
-                true
+                return true;
             }
-            None => self.access_list(line, tag, cached),
         }
+        self.access_list(line, tag, cached)
     }
 
     /// Position in the front array and tag of `line`, if it is one of the [`FRONT`] most
     /// recently used lines.
     #[inline(always)]
-    pub fn front_find(&self, line: u64) -> Option<(usize, u32)> {
-        // Every entry is compared (unused ones hold `EMPTY`, which matches no line) and the
-        // position selected without a branch per entry: where a line sits changes from
-        // access to access, so an early exit is a branch the host mispredicts.
+    pub fn front_find(&mut self, line: u64) -> Option<(usize, u32)> {
+        // Most lookups are of a front line whose hint is intact: a hash, two loads and two
+        // compares, against 8 compares for the scan below.
+        let h = hint_of(line);
+        let p = usize::from(self.hint_pos[h]) % FRONT;
+        if self.hint_line[h] == line && self.front[p] == line {
+            return Some((p, self.front_tag[p]));
+        }
+        // A line not in the front, or whose hint another line took over. Every entry is
+        // compared (unused ones hold `EMPTY`, which matches no line) and the position selected
+        // without a branch per entry: where a line sits changes from access to access, so an
+        // early exit is a branch the host mispredicts.
         let mut pos = FRONT;
         for (i, &l) in self.front.iter().enumerate() {
             pos = if l == line { i } else { pos };
         }
-        (pos < FRONT).then(|| (pos, self.front_tag[pos]))
+        if pos == FRONT {
+            return None;
+        }
+        // The line's hint was taken over: take it back, the line is likely used again.
+        self.hint_line[h] = line;
+        self.hint_pos[h] = pos as u8;
+        Some((pos, self.front_tag[pos]))
     }
 
     /// Makes the front line at `pos` (from [`Self::front_find`]) the most recently used,
@@ -256,13 +280,13 @@ impl FaLru {
 
     /// Front position of the least recently used of the used entries (at least one).
     fn front_oldest(&self) -> usize {
-        let mut oldest = 0;
-        for i in 1..FRONT {
-            oldest = if self.front_used[i] < self.front_used[oldest] {
-                i
-            } else {
-                oldest
-            };
+        // The smallest stamp so far is kept, not re-read through its index: that made each
+        // step wait for the previous one's load.
+        let (mut oldest, mut min) = (0, self.front_used[0]);
+        for (i, &used) in self.front_used.iter().enumerate().skip(1) {
+            if used < min {
+                (oldest, min) = (i, used);
+            }
         }
         oldest
     }
@@ -324,6 +348,9 @@ impl FaLru {
         };
         self.front[pos] = line;
         self.front_tag[pos] = tag;
+        let h = hint_of(line);
+        self.hint_line[h] = line;
+        self.hint_pos[h] = pos as u8;
         self.clock += 1;
         self.front_used[pos] = self.clock;
         if self.front_len + self.list_len > self.capacity {
@@ -382,6 +409,13 @@ impl FaLru {
             self.list_len -= 1;
         }
     }
+}
+
+/// The hint entry of `line`: a multiplicative hash, as arrays a power of two apart (common
+/// in programs) would share the low bits of their lines.
+#[inline(always)]
+fn hint_of(line: u64) -> usize {
+    (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HINTS.trailing_zeros())) as usize
 }
 
 /// Per cache instance: its FA shadow (which also knows every line the cache ever held: the
