@@ -156,3 +156,40 @@ fn misses_are_compulsory_then_conflict_or_capacity_by_the_fully_associative_shad
     let l1 = &e.report().levels[0].counters.misses;
     assert_eq!((l1.compulsory, l1.conflict, l1.capacity), (3, 0, 2));
 }
+
+/// Threads are found by id whatever the ids: small ones (a table), large ones such as Linux
+/// tids (a map), and events of threads with no placement are skipped, in any mix.
+#[test]
+fn thread_ids_small_large_and_unplaced() {
+    use std::collections::BTreeMap;
+    let m = model(PRIVATE_L2, 3);
+    let placement: BTreeMap<u32, u32> = [(1, 0), (4095, 1), (4_000_000, 2)].into();
+    let mut e =
+        cachescope_sim::ExactEngine::new(&m, &placement, cachescope_schema::TimeUnit::Events);
+    let ids = [1u32, 4095, 4_000_000, 7, 4096, 1, 4_000_000, 4095, 0];
+    for (i, &thread) in ids.iter().cycle().take(90).enumerate() {
+        e.process(&TimedEvent {
+            time: i as u64,
+            thread,
+            event: Event::Access(acc(AccessKind::Store, 64 * (i as u64 % 4), 8)),
+        });
+    }
+    let r = e.report();
+    let per_thread: Vec<(u32, u32, u64)> = r
+        .threads
+        .iter()
+        .map(|t| (t.thread, t.core, t.accesses))
+        .collect();
+    // 10 rounds of the 9 ids: thread 1 and the large id twice per round, 4095 twice.
+    assert_eq!(
+        per_thread,
+        vec![(1, 0, 20), (4095, 1, 20), (4_000_000, 2, 20)]
+    );
+    assert_eq!(
+        r.cores
+            .iter()
+            .map(|c| c.levels[0].accesses.total())
+            .sum::<u64>(),
+        60
+    );
+}
