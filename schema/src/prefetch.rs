@@ -90,6 +90,28 @@ impl<T: Send + 'static, E: Send + 'static> Iterator for Prefetched<T, E> {
     }
 }
 
+impl<T: Send + 'static, E: Send + 'static> Prefetched<T, E> {
+    /// The items not yet returned, a batch at a time, then the error that ended the source
+    /// (if one did). For consumers that loop over slices: an item then costs no more than
+    /// an index, where [`Iterator::next`] copies each one out in an `Option<Result<..>>`.
+    pub fn next_items(&mut self) -> Option<Result<Vec<T>, E>> {
+        if self.batch.len() > 0 {
+            // Items left by calls of `next`.
+            return Some(Ok(self.batch.by_ref().collect()));
+        }
+        if let Some(e) = self.error.take() {
+            self.rx = None;
+            return Some(Err(e));
+        }
+        let batch = self.rx.as_ref()?.recv().ok()?;
+        self.error = batch.error;
+        if batch.items.is_empty() {
+            return self.next_items();
+        }
+        Some(Ok(batch.items))
+    }
+}
+
 impl<T: Send + 'static, E: Send + 'static> Drop for Prefetched<T, E> {
     fn drop(&mut self) {
         // Closing the channel makes the reader stop at its next send.
@@ -150,6 +172,38 @@ mod tests {
             assert_eq!(got.len(), at + 1, "error at {at}");
             assert!(got[..at].iter().enumerate().all(|(i, r)| r == &Ok(i)));
             assert_eq!(got[at], Err(format!("bad {at}")));
+        }
+    }
+
+    /// Batches carry the same items in the same order as `next`, also after some `next`
+    /// calls, and the error comes after the items before it.
+    #[test]
+    fn batches_equal_the_items() {
+        for at in [None, Some(0), Some(7), Some(BATCH), Some(2 * BATCH + 3)] {
+            let n = 3 * BATCH + 5;
+            let source = (0..n).map(move |i| {
+                if Some(i) == at {
+                    Err(format!("bad {i}"))
+                } else {
+                    Ok(i)
+                }
+            });
+            let mut it = prefetch_iter(source).unwrap();
+            let mut got: Vec<Result<usize, String>> = it.by_ref().take(3).collect();
+            while let Some(batch) = it.next_items() {
+                match batch {
+                    Ok(items) => {
+                        assert!(!items.is_empty());
+                        got.extend(items.into_iter().map(Ok));
+                    }
+                    Err(e) => got.push(Err(e)),
+                }
+            }
+            let want: Vec<Result<usize, String>> = match at {
+                None => (0..n).map(Ok).collect(),
+                Some(a) => (0..a).map(Ok).chain([Err(format!("bad {a}"))]).collect(),
+            };
+            assert_eq!(got, want, "error at {at:?}");
         }
     }
 

@@ -413,41 +413,34 @@ impl ParallelEngine {
         })
     }
 
-    /// Simulates `events`, which must come in the trace's global order (as from
-    /// `TraceFile::merged`). Stops at the first error. Events are read a batch of whole quanta
-    /// at a time, so memory stays bounded.
-    pub fn run<E, I>(&mut self, events: I) -> Result<(), E>
-    where
-        I: IntoIterator<Item = Result<TimedEvent, E>>,
-    {
+    /// Simulates the events `fill` supplies, in the trace's global order (as from
+    /// `TraceFile::merged`). `fill(out, max)` appends the next events to `out` — until it
+    /// holds `max`, or whatever amount suits the source — and returns `Ok(false)` once there
+    /// are no more; an error stops the run. The engine runs every whole quantum it holds
+    /// and keeps the last one until it is complete, so memory stays bounded by a batch and a
+    /// quantum.
+    pub fn run_fill<E>(
+        &mut self,
+        mut fill: impl FnMut(&mut Vec<TimedEvent>, usize) -> Result<bool, E>,
+    ) -> Result<(), E> {
         let slack = self.cfg.slack;
-        let mut events = events.into_iter();
-        let mut batch: Vec<TimedEvent> = Vec::with_capacity(BATCH);
-        let mut pending: Option<TimedEvent> = None;
+        let mut batch: Vec<TimedEvent> = Vec::with_capacity(2 * BATCH);
         loop {
-            batch.clear();
-            if let Some(e) = pending.take() {
-                batch.push(e);
-            }
-            // Whole quanta only: a batch ends where a quantum ends.
-            for e in events.by_ref() {
-                let e = e?;
-                if batch.len() >= BATCH
-                    && batch
-                        .last()
-                        .is_some_and(|l| l.time / slack != e.time / slack)
-                {
-                    pending = Some(e);
-                    break;
+            let want = batch.len() + BATCH;
+            let more = fill(&mut batch, want)?;
+            if !more {
+                if !batch.is_empty() {
+                    self.run_slice(&batch);
                 }
-                batch.push(e);
-            }
-            if batch.is_empty() {
                 return Ok(());
             }
-            self.run_slice(&batch);
-            if pending.is_none() {
-                return Ok(());
+            // Events come in time order: the quanta before the last one are complete.
+            let Some(last) = batch.last() else { continue };
+            let quantum = last.time / slack;
+            let complete = batch.partition_point(|e| e.time / slack < quantum);
+            if complete > 0 {
+                self.run_slice(&batch[..complete]);
+                batch.drain(..complete);
             }
         }
     }
