@@ -46,7 +46,9 @@ pub enum Presence {
 /// The array is not kept in order: each entry carries the time of its last use, and only
 /// when a new line pushes the oldest entry into the list is the smallest time looked for. A
 /// hit neither shifts entries nor branches on where the line was found (mispredicted
-/// branches of an ordered scan were the largest cost of the exact engine's hit path).
+/// branches of an ordered scan were the largest cost of the exact engine's hit path). A few
+/// position hints (line → front position, by a hash of the line, checked before use) find
+/// most front lines without comparing all entries.
 ///
 /// **Shadowing a real cache** ([`FaLru::with_slots`]): the shadow of a set-associative cache
 /// holds mostly the same lines as that cache. Each front entry carries the line's slot in the
@@ -243,7 +245,8 @@ impl FaLru {
     }
 
     /// Position in the front array and tag of `line`, if it is one of the [`FRONT`] most
-    /// recently used lines.
+    /// recently used lines. (Mutable only for the position hints; the order of the lines
+    /// does not change.)
     #[inline(always)]
     pub fn front_find(&mut self, line: u64) -> Option<(usize, u32)> {
         // Most lookups are of a front line whose hint is intact: a hash, two loads and two
