@@ -37,16 +37,10 @@ use crate::counters::{
 };
 use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
 use crate::shadow::{Classifier, Presence, NO_TAG};
+use crate::thread_index::ThreadIndex;
 
 /// `last_thread` before the first event: no thread id (a u32) equals it.
 const NO_THREAD: u64 = u64::MAX;
-
-/// Thread ids below this are looked up in a table (recorders number threads from 0 or 1;
-/// larger ids, e.g. Linux tids, go through the hash map).
-const SMALL_THREAD_IDS: usize = 4096;
-
-/// A `small_slot` entry of an id with no placed thread.
-const NOT_PLACED: u32 = u32::MAX;
 
 /// How threads are placed on simulated cores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,10 +222,9 @@ pub struct ExactEngine {
     first_path: Vec<PathBytes>,
     /// Per placed thread, ascending by id.
     threads: Vec<ThreadCounters>,
-    /// Thread id → index into `threads`.
-    slot_of: FxHashMap<ThreadId, usize>,
-    /// The same for ids below [`SMALL_THREAD_IDS`], as a table ([`NOT_PLACED`] where none).
-    small_slot: Vec<u32>,
+    /// Thread id → index into `threads` (threads switch every few dozen events of a
+    /// multi-threaded trace: small ids are found by indexing, not hashing).
+    slot_of: ThreadIndex,
     /// The last thread looked up (events come in long runs of one thread) and its index;
     /// [`NO_THREAD`] before the first event (a u64 compare instead of an `Option`'s two).
     last_thread: (u64, usize),
@@ -286,18 +279,9 @@ impl ExactEngine {
             })
             .collect();
         let mut threads = Vec::new();
-        let mut slot_of = FxHashMap::default();
-        let small = placement
-            .keys()
-            .next_back()
-            .map_or(0, |&t| (t as usize + 1).min(SMALL_THREAD_IDS));
-        let mut small_slot = vec![NOT_PLACED; small];
+        let slot_of = ThreadIndex::new(placement.keys().enumerate().map(|(i, &t)| (t, i)));
         for (&t, &c) in placement {
             core_counters[c as usize].threads.push(t);
-            if let Some(s) = small_slot.get_mut(t as usize) {
-                *s = threads.len() as u32;
-            }
-            slot_of.insert(t, threads.len());
             threads.push(ThreadCounters {
                 thread: t,
                 core: c,
@@ -324,7 +308,6 @@ impl ExactEngine {
             paths,
             first_path: vec![PathBytes::default(); cores],
             threads,
-            small_slot,
             slot_of,
             last_thread: (NO_THREAD, 0),
             unsimulated_fetches: 0,
@@ -360,7 +343,7 @@ impl ExactEngine {
         let slot = if self.last_thread.0 == u64::from(e.thread) {
             self.last_thread.1
         } else {
-            match self.thread_slot(e.thread) {
+            match self.slot_of.get(e.thread) {
                 Some(i) => {
                     self.last_thread = (u64::from(e.thread), i);
                     i
@@ -380,16 +363,6 @@ impl ExactEngine {
             log.current = Some((e.thread, a.pc));
         }
         self.access(core, a);
-    }
-
-    /// Index into `threads` of thread `t`, if it is placed. Threads switch every few dozen
-    /// events of a multi-threaded trace: small ids (the common case) are found by indexing.
-    #[inline]
-    fn thread_slot(&self, t: ThreadId) -> Option<usize> {
-        match self.small_slot.get(t as usize) {
-            Some(&i) => (i != NOT_PLACED).then_some(i as usize),
-            None => self.slot_of.get(&t).copied(),
-        }
     }
 
     /// An event other than an access, of the thread at `slot`. Out of line: accesses are

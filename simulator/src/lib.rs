@@ -19,11 +19,13 @@ pub mod cache;
 pub mod cachegrind;
 pub mod counters;
 pub mod exact;
+mod fib_hash;
 mod line_set;
 pub mod model;
 pub mod parallel;
 pub mod run;
 pub mod shadow;
+mod thread_index;
 
 pub use exact::{CoherenceKey, ExactEngine, ThreadMapping};
 pub use model::{MachineModel, ModelError};

@@ -9,6 +9,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::fib_hash::fib_index;
+
 /// Lines per bitmap page (512 lines of 64 B = 32 KiB of address space).
 const PAGE_LINES: u64 = 512;
 
@@ -43,10 +45,10 @@ impl Default for LineSet {
     }
 }
 
-/// The recent entry of `page` (a multiplicative hash: arrays a power of two apart are common).
+/// The recent entry of `page`.
 #[inline(always)]
 fn recent_of(page: u64) -> usize {
-    (page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize
+    fib_index(page, RECENT.trailing_zeros())
 }
 
 impl LineSet {

@@ -4,6 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::fib_hash::fib_index;
 use crate::line_set::LineSet;
 
 /// End of the recency list.
@@ -414,11 +415,10 @@ impl FaLru {
     }
 }
 
-/// The hint entry of `line`: a multiplicative hash, as arrays a power of two apart (common
-/// in programs) would share the low bits of their lines.
+/// The hint entry of `line`.
 #[inline(always)]
 fn hint_of(line: u64) -> usize {
-    (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HINTS.trailing_zeros())) as usize
+    fib_index(line, HINTS.trailing_zeros())
 }
 
 /// Per cache instance: its FA shadow (which also knows every line the cache ever held: the

@@ -9,8 +9,9 @@ use cachescope_schema::{AccessKind, Event, TimedEvent};
 use super::core::for_each_line;
 use super::weave::Weave;
 use super::Geometry;
+use crate::fib_hash::fib_index;
 #[cfg(test)]
-use super::ThreadTable;
+use crate::thread_index::ThreadIndex;
 
 /// Entries of the filter of recently recorded lines.
 const FILTER: usize = 64;
@@ -48,12 +49,12 @@ impl Footprint {
         &mut self,
         core: usize,
         events: &[TimedEvent],
-        table: &ThreadTable,
+        table: &ThreadIndex,
         geo: &Geometry,
     ) {
         self.clear();
         for (i, e) in events.iter().enumerate() {
-            if table.core(e.thread) == Some(core) {
+            if table.get(e.thread) == Some(core) {
                 self.add(i, e, geo);
             }
         }
@@ -88,9 +89,7 @@ impl Footprint {
         let write = a.kind.writes();
         let (lines, recent) = (&mut self.lines, &mut self.recent);
         for_each_line(&a, geo.shift, geo.line_size, |line, _, _| {
-            // Hashed: arrays a power of two apart must not share a filter entry.
-            let h = (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
-            let slot = &mut recent[h % FILTER];
+            let slot = &mut recent[fib_index(line, FILTER.trailing_zeros())];
             if slot.0 == line.wrapping_add(1) && (slot.1 || !write) {
                 return;
             }
@@ -138,7 +137,7 @@ mod tests {
         core_of.insert(1, 0);
         core_of.insert(2, 1);
         core_of.insert(4, 0);
-        let table = ThreadTable::new(&core_of);
+        let table = ThreadIndex::new(core_of.iter().map(|(&t, &c)| (t, c)));
         let events = [
             access(1, 0, 8, AccessKind::Load),
             access(2, 64, 8, AccessKind::Store),

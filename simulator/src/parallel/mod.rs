@@ -74,6 +74,7 @@ use crate::counters::{
 };
 use crate::model::{Inclusion, MachineModel, Protocol, WritePolicy};
 use crate::shadow::Classifier;
+use crate::thread_index::ThreadIndex;
 
 use self::core::{for_each_line, CoreSim};
 use self::footprint::Footprint;
@@ -141,42 +142,6 @@ pub(crate) struct Geometry {
     inclusion: Vec<Inclusion>,
     /// Some shared level is inclusive (its evictions back-invalidate private copies).
     inclusive_shared: bool,
-}
-
-/// Thread → core, looked up by every worker for every event of a quantum (each worker scans
-/// the quantum's events for its cores' threads, so that the main thread does no per-event
-/// work): a dense table when thread ids are small, else a hash map.
-pub(crate) enum ThreadTable {
-    Dense(Vec<u8>),
-    Sparse(FxHashMap<ThreadId, u8>),
-}
-
-/// Largest thread id kept in a dense table.
-const DENSE_THREADS: u32 = 1 << 16;
-
-impl ThreadTable {
-    fn new(core_of: &FxHashMap<ThreadId, usize>) -> Self {
-        let max = core_of.keys().copied().max().unwrap_or(0);
-        if max < DENSE_THREADS {
-            let mut v = vec![u8::MAX; max as usize + 1];
-            for (&t, &c) in core_of {
-                v[t as usize] = c as u8;
-            }
-            ThreadTable::Dense(v)
-        } else {
-            ThreadTable::Sparse(core_of.iter().map(|(&t, &c)| (t, c as u8)).collect())
-        }
-    }
-
-    /// The core of thread `t`, if placed.
-    #[inline]
-    pub(crate) fn core(&self, t: ThreadId) -> Option<usize> {
-        let c = match self {
-            ThreadTable::Dense(v) => v.get(t as usize).copied(),
-            ThreadTable::Sparse(m) => m.get(&t).copied(),
-        };
-        c.filter(|&c| c != u8::MAX).map(usize::from)
-    }
 }
 
 /// Events read from an iterator per batch (whole quanta; a quantum longer than this is kept
@@ -251,7 +216,9 @@ pub struct ParallelEngine {
     /// The next task of a bound phase: 0 replays the first half of the shared levels' log,
     /// `1 + c` bounds core c, `1 + cores` replays the rest of the log.
     next_task: AtomicUsize,
-    table: ThreadTable,
+    /// Thread → core, looked up by every worker for every event of a quantum (each worker
+    /// scans the quantum's events for its cores' threads).
+    table: ThreadIndex,
     time_unit: TimeUnit,
     /// Quanta simulated so far, and how many of them ran in lockstep.
     quanta: QuantumCounts,
@@ -378,7 +345,7 @@ impl ParallelEngine {
                 .collect(),
             geo,
             cfg,
-            table: ThreadTable::new(&core_of),
+            table: ThreadIndex::new(core_of.iter().map(|(&t, &c)| (t, c))),
             time_unit: unit,
             quanta: QuantumCounts::default(),
             observer: None,
@@ -600,7 +567,7 @@ impl ParallelEngine {
         let logging = weave.logging();
         for (seq, e) in events.iter().enumerate() {
             let seq = seq as u32;
-            let Some(c) = self.table.core(e.thread) else {
+            let Some(c) = self.table.get(e.thread) else {
                 continue;
             };
             if logging {
@@ -682,7 +649,7 @@ impl ParallelEngine {
                     f.clear();
                 }
                 for (i, e) in events.iter().enumerate() {
-                    if let Some(c) = self.table.core(e.thread) {
+                    if let Some(c) = self.table.get(e.thread) {
                         if let Some(f) = mine.get_mut(index_of[c] as usize) {
                             f.add(i, e, &self.geo);
                         }
