@@ -176,9 +176,6 @@ pub(crate) fn start() {
         .spawn(move || {
             thread::mark_internal();
             lower_priority();
-            if let Some(cpus) = writer_cpus {
-                set_affinity(&cpus);
-            }
             writer_loop(writer, rx)
         });
     let handle = match handle {
@@ -188,10 +185,14 @@ pub(crate) fn start() {
             return;
         }
     };
-    WRITER_THREAD.store(
-        std::os::unix::thread::JoinHandleExt::as_pthread_t(&handle) as u64,
-        Ordering::SeqCst,
-    );
+    let writer_pthread = std::os::unix::thread::JoinHandleExt::as_pthread_t(&handle);
+    // Set here, not in the writer's body: the writer runs at the lowest priority and may not
+    // have started when the program (or its OpenMP runtime) looks, so only a binding made by
+    // this thread before recording starts is certain to hold from the first event.
+    if let Some(cpus) = writer_cpus {
+        set_affinity(writer_pthread, &cpus);
+    }
+    WRITER_THREAD.store(writer_pthread as u64, Ordering::SeqCst);
     let _ = RECORDER.set(Recorder {
         tx: Mutex::new(Some(tx)),
         writer: Mutex::new(Some(handle)),
@@ -235,17 +236,19 @@ fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
     (!cpus.is_empty()).then_some(cpus)
 }
 
-/// Lets the calling thread run on `cpus` (see [`ENV_WRITER_CPUS`]). Failure leaves the
-/// inherited affinity, which only costs speed.
-fn set_affinity(cpus: &[usize]) {
+/// Lets `thread` run on `cpus` (see [`ENV_WRITER_CPUS`]). Failure leaves the inherited
+/// affinity, which only costs speed.
+fn set_affinity(thread: libc::pthread_t, cpus: &[usize]) {
     // SAFETY: `cpu_set_t` is a plain bit array, valid when zeroed; CPU_SET is given indices
-    // below CPU_SETSIZE (checked by `parse_cpu_list`); sched_setaffinity reads `set` only.
+    // below CPU_SETSIZE (checked by `parse_cpu_list`); `thread` is a live thread (its
+    // JoinHandle is held by the caller, so it cannot have been joined or detached);
+    // pthread_setaffinity_np reads `set` only.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for &c in cpus {
             libc::CPU_SET(c, &mut set);
         }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        libc::pthread_setaffinity_np(thread, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
