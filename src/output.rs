@@ -103,6 +103,12 @@ pub fn refuse_to_replace_a_trace(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A plot writer for `cachescope_analysis::bandwidth::svg::write_all_with`: [`write_file`],
+/// with the reason alone (the plot error names the file).
+pub fn write_plot(path: &Path, bytes: &[u8]) -> std::result::Result<(), String> {
+    write_file(path, bytes).map_err(|e| e.root_cause().to_string())
+}
+
 /// Writes `value` as pretty JSON to stdout (`-`) or to a file (as a whole, see
 /// [`write_file`]).
 pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {

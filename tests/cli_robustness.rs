@@ -116,6 +116,46 @@ fn outputs_are_replaced_whole_or_not_at_all() {
 }
 
 #[test]
+fn plots_are_replaced_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let plots = dir.path().join("plots");
+    std::fs::create_dir(&plots).unwrap();
+    let dominance = plots.join("dominance.svg");
+
+    // Plots too large for the limit: the old plot stays, and no temporary file is left.
+    std::fs::write(&dominance, "old").unwrap();
+    let o = with_file_size_limit(&["bandwidth", ts, "--svg", plots.to_str().unwrap()]);
+    assert_exit_2(&o, "cannot write plot");
+    assert_eq!(std::fs::read_to_string(&dominance).unwrap(), "old");
+    assert!(
+        listing(&plots).iter().all(|n| !n.ends_with(".partial")),
+        "{:?}",
+        listing(&plots)
+    );
+
+    // A trace where a plot goes is not replaced by the plot.
+    std::fs::copy(&t, &dominance).unwrap();
+    let o = cachescope(&["bandwidth", ts, "--svg", plots.to_str().unwrap()]);
+    assert_exit_2(&o, "is a cachescope trace");
+    assert_eq!(
+        std::fs::read(&dominance).unwrap(),
+        std::fs::read(&t).unwrap()
+    );
+
+    // Otherwise every plot is written.
+    std::fs::remove_file(&dominance).unwrap();
+    let o = cachescope(&["bandwidth", ts, "--svg", plots.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&dominance).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{svg}"
+    );
+}
+
+#[test]
 fn thread_mappings_must_name_each_trace_thread_once() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

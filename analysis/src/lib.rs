@@ -13,6 +13,7 @@
 //! - [`sarif`]: the audit as SARIF 2.1.0 for CI systems.
 //! - [`pluto`]: worst-case false/true sharing estimates per barrier segment (thesis §4.2.2),
 //!   for any number of threads, under the recorded or a virtual cache-line layout.
+#![warn(missing_docs)]
 
 pub mod audit;
 pub mod bandwidth;

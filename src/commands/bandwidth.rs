@@ -18,7 +18,7 @@ use crate::output::{self, write_json};
 pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
     let analysis = analyse_trace(a)?;
     if let Some(dir) = &a.svg {
-        let files = svg::write_all(&analysis, dir)?;
+        let files = svg::write_all_with(&analysis, dir, output::write_plot)?;
         eprintln!("wrote {} plot(s) to {}", files.len(), dir.display());
     }
     match &a.json.json {

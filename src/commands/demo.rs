@@ -186,7 +186,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 &a,
             )?);
             let plots = out.join(format!("{name}.bandwidth-svg"));
-            let files = svg::write_all(&a, &plots)?;
+            let files = svg::write_all_with(&a, &plots, output::write_plot)?;
             written.extend(files);
             output::println(format_args!("{text}"))?;
             let memory: u64 = a

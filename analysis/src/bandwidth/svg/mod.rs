@@ -6,9 +6,11 @@
 //! * `bars`: `dominance.svg`, the stacked bars of time per thread (and summed over threads)
 //!   split by the limit that dominated each window.
 //!
-//! Each plot is drawn into a string with plotters' SVG backend and then written with
-//! `std::fs`: plotters' own file target reports only an `io::Error` without the path, and a
-//! half-drawn file would be left behind on a drawing error.
+//! Each plot is drawn into a string with plotters' SVG backend and then written by the
+//! caller's writer ([`write_all_with`]; the CLI replaces each file as a whole, see
+//! `src/output.rs`) or with `std::fs` ([`write_all`]): plotters' own file target reports only
+//! an `io::Error` without the path, and a half-drawn file would be left behind on a drawing
+//! error.
 
 mod bars;
 mod curves;
@@ -34,9 +36,21 @@ pub struct SvgError {
 /// Name of the dominance bar chart inside the output directory.
 const DOMINANCE_FILE: &str = "dominance.svg";
 
-/// Writes every plot into `dir` (created if missing) and returns the files written: one
-/// bandwidth-curve file per series with a nonzero volume, then [`DOMINANCE_FILE`].
+/// Writes every plot into `dir` (created if missing) with `std::fs::write` and returns the
+/// files written: one bandwidth-curve file per series with a nonzero volume, then
+/// [`DOMINANCE_FILE`].
 pub fn write_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<PathBuf>, SvgError> {
+    write_all_with(a, dir, |path, svg| {
+        fs::write(path, svg).map_err(|e| e.to_string())
+    })
+}
+
+/// [`write_all`], each file written by `write(path, contents)`, which returns why it failed.
+pub fn write_all_with(
+    a: &BandwidthAnalysis,
+    dir: &Path,
+    mut write: impl FnMut(&Path, &[u8]) -> Result<(), String>,
+) -> Result<Vec<PathBuf>, SvgError> {
     if dir.exists() && !dir.is_dir() {
         return Err(SvgError {
             path: dir.to_path_buf(),
@@ -54,7 +68,7 @@ pub fn write_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<PathBuf>, SvgE
             path: path.clone(),
             reason,
         })?;
-        write_file(&path, &svg)?;
+        write_file(&mut write, &path, &svg)?;
         files.push(path);
     }
     let path = dir.join(DOMINANCE_FILE);
@@ -62,7 +76,7 @@ pub fn write_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<PathBuf>, SvgE
         path: path.clone(),
         reason,
     })?;
-    write_file(&path, &svg)?;
+    write_file(&mut write, &path, &svg)?;
     files.push(path);
     Ok(files)
 }
@@ -89,10 +103,14 @@ fn has_volume(s: &SeriesSummary) -> bool {
     s.demand.volume > 0 || s.threads.iter().any(|t| t.curve.volume > 0)
 }
 
-fn write_file(path: &Path, svg: &str) -> Result<(), SvgError> {
-    fs::write(path, svg).map_err(|e| SvgError {
+fn write_file(
+    write: &mut impl FnMut(&Path, &[u8]) -> Result<(), String>,
+    path: &Path,
+    svg: &str,
+) -> Result<(), SvgError> {
+    write(path, svg.as_bytes()).map_err(|reason| SvgError {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        reason,
     })
 }
 
