@@ -492,7 +492,15 @@ impl MachineModel {
                     toml::Value::Table(t) => {
                         let last = depth + 1 == parts.len();
                         if !t.contains_key(*part) && !last {
-                            return Err(bad(format!("no field {part:?}")));
+                            let level = self.levels.iter().any(|l| l.name == *part);
+                            return Err(bad(if depth == 0 && level {
+                                format!(
+                                    "no field {part:?}; a level's fields are levels.{part}.FIELD"
+                                )
+                            } else {
+                                let fields: Vec<&str> = t.keys().map(String::as_str).collect();
+                                format!("no field {part:?} (fields here: {})", fields.join(", "))
+                            }));
                         }
                         t.entry(part.to_string()).or_insert(toml::Value::Integer(0))
                     }
@@ -693,5 +701,13 @@ mod tests {
             .apply_overrides(&["levels.L1.assoc=0".into()], "t")
             .unwrap_err();
         assert_eq!(e.field, "levels[0].assoc");
+        // A level named at the top, or an unknown field inside a table: the message says
+        // where the fields are.
+        let e = m.apply_overrides(&["L1.size=1".into()], "t").unwrap_err();
+        assert!(e.reason.contains("levels.L1.FIELD"), "{e}");
+        let e = m
+            .apply_overrides(&["levels.L1.bogus.x=1".into()], "t")
+            .unwrap_err();
+        assert!(e.reason.contains("fields here: assoc,"), "{e}");
     }
 }
