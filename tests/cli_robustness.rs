@@ -257,6 +257,11 @@ fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
     assert_exit_2(
+        &cachescope(&["demo", "--out", file.to_str().unwrap()]),
+        "exists and is not a directory",
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+    assert_exit_2(
         &cachescope(&["calibrate", "--false-sharing", "--ops", "0"]),
         "--ops",
     );

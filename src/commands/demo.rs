@@ -71,6 +71,12 @@ const PROGRAMS: &[(&str, &str, &[&str], Analysis)] = &[
 /// Runs the demo into `args.out`.
 pub fn run(args: &DemoArgs) -> Result<ExitCode> {
     let out = &args.out;
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!(
+            "--out {}: exists and is not a directory (the demo writes its reports into a directory)",
+            out.display()
+        );
+    }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let exe = std::env::current_exe().context("locating the cachescope executable")?;
     let shim_path = shim::locate(&exe)?;
