@@ -206,6 +206,57 @@ fn any_slack_equals_exact_on_same_time_sharing() {
 }
 
 #[test]
+fn an_exclusive_grant_does_not_outlive_the_copy_it_was_for() {
+    // MESI, direct-mapped L1 of two sets: core 0 reads L alone (E), loses it to X (same set),
+    // core 1 reads L, core 0 reads L again (now S) — all in one quantum, which runs apart (no
+    // writes). In the next quantum core 0 writes L: an upgrade that invalidates core 1's copy.
+    // Found by the `engines_agree` fuzz target: the weave applied the E of the first miss to
+    // the copy of the second, and the write was silent.
+    let levels = "[[levels]]\nname = \"L1\"\nsize = 128\nassoc = 1\n\
+                  [[levels]]\nname = \"L2\"\nsize = 1024\nassoc = 4\nshared = true\n";
+    let m = common::model(levels, 2, "mesi");
+    let (l, x) = (0x10000, 0x10080);
+    let events: Vec<TimedEvent> = [
+        (1, 0, AccessKind::Load, l),
+        (2, 0, AccessKind::Load, x),
+        (3, 1, AccessKind::Load, l),
+        (4, 0, AccessKind::Load, l),
+        (5, 0, AccessKind::Store, l),
+    ]
+    .into_iter()
+    .map(|(time, thread, kind, addr)| TimedEvent {
+        time,
+        thread,
+        event: Event::Access(common::acc(kind, addr, 8)),
+    })
+    .collect();
+    let placement: BTreeMap<u32, u32> = [(0, 0), (1, 1)].into();
+    let mut e = ExactEngine::new(&m, &placement, TimeUnit::Events);
+    for ev in &events {
+        e.process(ev);
+    }
+    let e = e.report();
+    assert_eq!(
+        (e.cores[0].upgrades, e.cores[1].invalidations_received),
+        (1, 1)
+    );
+    for host in [1, 2] {
+        let cfg = ParallelConfig {
+            slack: 5,
+            threads: host,
+        };
+        let mut p = ParallelEngine::new(&m, &placement, TimeUnit::Events, cfg).unwrap();
+        p.run_slice(&events);
+        let p = p.report();
+        // The first quantum runs apart; the second, a write to a line core 1 holds, in
+        // lockstep — where core 0's own copy says whether it needs the upgrade.
+        let q = p.quanta.unwrap();
+        assert_eq!((q.total, q.lockstep), (2, 1));
+        assert_eq!(counters_json(&e), counters_json(&p), "{host} host threads");
+    }
+}
+
+#[test]
 fn default_slack_equals_exact_on_synthetic_traces() {
     let m = MachineModel::load("ivybridge-4c").unwrap();
     for p in [

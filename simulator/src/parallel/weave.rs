@@ -382,9 +382,21 @@ impl Weave {
                 // MESI's E, granted after the core's quantum.
                 cores[c].update_private(line, OWNED);
             }
-        } else if e.owner as usize == c {
-            e.owner = NO_OWNER;
-            e.dirty = false;
+        } else {
+            if e.owner as usize == c {
+                e.owner = NO_OWNER;
+                e.dirty = false;
+            }
+            if self.mesi {
+                // The core's copy now is the one this miss filled, in S. An E granted to an
+                // earlier miss of this quantum on the same line was applied to whatever copy
+                // the core held after its quantum — this one, if the core lost the line and
+                // filled it again meanwhile (another core reading it in between): without
+                // this, a later write would find E and skip the upgrade. (In an apart quantum
+                // the core does not write the line after a shared miss: that would be a write
+                // to a line another core holds, which runs the quantum in lockstep.)
+                cores[c].clear_private(line, OWNED);
+            }
         }
         if lost.is_some() {
             // The line is back: once no core waits to classify a coherence miss on it, its

@@ -1,0 +1,158 @@
+//! Well-framed traces with arbitrary synchronization: barriers with any participant count,
+//! lock acquisitions in any order, threads created, started, joined and exited in any order,
+//! regions, allocations and accesses, on up to 4 threads. Whatever the events say, opening
+//! the trace, merging it into the global order (strict and `allow_incomplete`) and simulating
+//! it with both engines and the bandwidth timeline must end in a result or an error — never a
+//! panic or a hang — and the two engines must agree on which, and on the counters.
+#![no_main]
+
+use cachescope_schema::{
+    Access, AccessKind, Event, OpenOptions, TimeUnit, TraceFile, TraceHeader, TraceWriter,
+};
+use cachescope_sim::bandwidth::BandwidthConfig;
+use cachescope_sim::{
+    simulate_exact_with_bandwidth, simulate_parallel_with_bandwidth, MachineModel, ParallelConfig,
+    ThreadMapping,
+};
+use libfuzzer_sys::fuzz_target;
+
+/// One event from two bytes: the kind, and an operand.
+fn event(kind: u8, x: u8) -> Event {
+    let small = u64::from(x & 3);
+    match kind % 14 {
+        0..=3 => Event::Access(Access {
+            kind: [
+                AccessKind::Load,
+                AccessKind::Store,
+                AccessKind::Modify,
+                AccessKind::AtomicRmw,
+            ][usize::from(kind % 4)],
+            size: [1, 8, 64, 200][usize::from(x >> 6)],
+            addr: 0x10000 + u64::from(x) * 8,
+            pc: None,
+        }),
+        4 => Event::Advance {
+            units: u64::from(x),
+            flops: u64::from(x >> 4),
+        },
+        5 => Event::BarrierEnter {
+            barrier: small,
+            participants: u32::from(x >> 2) % 6,
+        },
+        6 => Event::BarrierLeave { barrier: small },
+        7 => Event::LockAcquire {
+            lock: small,
+            order: u64::from(x >> 2) % 6,
+        },
+        8 => Event::LockRelease { lock: small },
+        9 => Event::ThreadCreate {
+            child: u32::from(x) % 5,
+        },
+        10 => Event::ThreadStart,
+        11 => Event::ThreadJoin {
+            child: u32::from(x) % 5,
+        },
+        12 => Event::RegionBegin {
+            region: small,
+            team: u32::from(x >> 2) % 6,
+        },
+        _ => Event::RegionEnd { region: small },
+    }
+}
+
+/// Writes the trace the input describes: three bytes an event (thread, kind, operand), each
+/// thread ending with `ThreadExit` when the first byte's bit says so.
+fn write(data: &[u8], path: &std::path::Path) -> bool {
+    let Some((&head, rest)) = data.split_first() else {
+        return false;
+    };
+    let mut per_thread: Vec<Vec<Event>> = vec![Vec::new(); 4];
+    for b in rest.chunks_exact(3).take(3000) {
+        per_thread[usize::from(b[0] & 3)].push(event(b[1], b[2]));
+    }
+    let header = TraceHeader::new("fuzz", "fuzz", TimeUnit::Instructions);
+    let Ok(w) = TraceWriter::create(path, &header) else {
+        return false;
+    };
+    for (t, events) in per_thread.iter().enumerate() {
+        if events.is_empty() {
+            continue;
+        }
+        let Ok(mut tw) = w.thread(t as u32) else {
+            return false;
+        };
+        if tw.extend(events.iter().copied()).is_err() {
+            return false;
+        }
+        if head & (1 << t) != 0 && tw.push(Event::ThreadExit).is_err() {
+            return false;
+        }
+        if tw.finish().is_err() {
+            return false;
+        }
+    }
+    w.finish().is_ok()
+}
+
+/// The counters of a report as JSON, without the engine-specific fields.
+fn counters(r: &cachescope_sim::counters::SimReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("report serializes");
+    if let Some(o) = v.as_object_mut() {
+        o.remove("engine");
+        o.remove("slack");
+        o.remove("quanta");
+    }
+    v
+}
+
+fuzz_target!(|data: &[u8]| {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("t.cstrace");
+    if !write(data, &path) {
+        return;
+    }
+    let model = MachineModel::load("ivybridge-4c").expect("preset");
+    let bw = BandwidthConfig {
+        window: 64,
+        sample_period: 3,
+    };
+    for allow_incomplete in [false, true] {
+        let Ok(trace) = TraceFile::open_with(&path, OpenOptions { allow_incomplete }) else {
+            continue;
+        };
+        if let Ok(merged) = trace.merged() {
+            for e in merged {
+                if e.is_err() {
+                    break;
+                }
+            }
+        }
+        let exact = simulate_exact_with_bandwidth(&trace, &model, &ThreadMapping::OneToOne, bw);
+        let parallel = simulate_parallel_with_bandwidth(
+            &trace,
+            &model,
+            &ThreadMapping::OneToOne,
+            ParallelConfig {
+                slack: 7,
+                threads: 2,
+            },
+            bw,
+        );
+        match (exact, parallel) {
+            (Ok((a, ab)), Ok((b, bb))) => {
+                assert!(counters(&a) == counters(&b), "counters differ");
+                assert_eq!(
+                    serde_json::to_string(&ab).expect("json"),
+                    serde_json::to_string(&bb).expect("json"),
+                    "bandwidth timelines differ"
+                );
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!(
+                "one engine failed: exact {:?}, parallel {:?}",
+                a.err(),
+                b.err()
+            ),
+        }
+    }
+});
