@@ -401,7 +401,7 @@ proptest! {
     /// and host thread count.
     #[test]
     fn random_traces_equal_exact(
-        h in 0usize..3,
+        h in 0..common::RANDOM_HIERARCHIES.len(),
         mesi in any::<bool>(),
         cores in 2u32..4,
         threads in 2u32..5,

@@ -129,7 +129,7 @@ proptest! {
     /// bandwidth report is the exact engine's, byte for byte.
     #[test]
     fn random_timelines_equal_exact(
-        h in 0usize..3,
+        h in 0..common::RANDOM_HIERARCHIES.len(),
         mesi in any::<bool>(),
         threads in 2u32..5,
         slack in prop::sample::select(vec![1u64, 7, 100, u64::MAX]),

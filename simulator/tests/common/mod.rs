@@ -30,8 +30,8 @@ pub fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
 }
 
 /// Hierarchies with private levels of any inclusion, non-inclusive and inclusive shared
-/// levels, LRU, PLRU and random replacement.
-pub const RANDOM_HIERARCHIES: [&str; 3] = [
+/// levels, LRU, PLRU, FIFO and random replacement, a direct-mapped level.
+pub const RANDOM_HIERARCHIES: [&str; 4] = [
     r#"
 [[levels]]
 name = "L1"
@@ -79,5 +79,18 @@ assoc = 4
 shared = true
 inclusion = "inclusive"
 replacement = "fifo"
+"#,
+    // Direct-mapped with an odd set count: cores lose and refill lines within a few accesses.
+    r#"
+[[levels]]
+name = "L1"
+size = 192
+assoc = 1
+replacement = "fifo"
+[[levels]]
+name = "L2"
+size = 1536
+assoc = 3
+shared = true
 "#,
 ];
