@@ -2,10 +2,13 @@
 //! lock acquisitions in any order, threads created, started, joined and exited in any order,
 //! regions, allocations and accesses, on up to 4 threads. Whatever the events say, opening
 //! the trace, merging it into the global order (strict and `allow_incomplete`) and simulating
-//! it with both engines and the bandwidth timeline must end in a result or an error — never a
-//! panic or a hang — and the two engines must agree on which, and on the counters.
+//! it with both engines and the bandwidth timeline, and auditing it for false sharing (with
+//! SARIF output), must end in a result or an error — never a panic or a hang — and the two
+//! engines must agree on which, and on the counters.
 #![no_main]
 
+use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine};
+use cachescope_analysis::sarif::to_sarif;
 use cachescope_schema::{
     Access, AccessKind, Event, OpenOptions, TimeUnit, TraceFile, TraceHeader, TraceWriter,
 };
@@ -19,7 +22,7 @@ use libfuzzer_sys::fuzz_target;
 /// One event from two bytes: the kind, and an operand.
 fn event(kind: u8, x: u8) -> Event {
     let small = u64::from(x & 3);
-    match kind % 14 {
+    match kind % 16 {
         0..=3 => Event::Access(Access {
             kind: [
                 AccessKind::Load,
@@ -56,7 +59,16 @@ fn event(kind: u8, x: u8) -> Event {
             region: small,
             team: u32::from(x >> 2) % 6,
         },
-        _ => Event::RegionEnd { region: small },
+        13 => Event::RegionEnd { region: small },
+        // Heap blocks over the accessed range: overlapping, freed twice, freed unallocated.
+        14 => Event::Alloc {
+            addr: 0x10000 + u64::from(x & 0x1f) * 64,
+            size: u64::from(x >> 5) * 40,
+            site: None,
+        },
+        _ => Event::Free {
+            addr: 0x10000 + u64::from(x & 0x1f) * 64,
+        },
     }
 }
 
@@ -138,6 +150,15 @@ fuzz_target!(|data: &[u8]| {
             },
             bw,
         );
+        let machine = AuditMachine {
+            line_size: 64,
+            penalty_cycles: 100.0,
+            ipc: 1.0,
+        };
+        if let Ok(report) = audit(&trace, machine, Some(&model), &AuditConfig::default()) {
+            let _ = report.fails();
+            let _ = to_sarif(&report, dir.path(), "fuzz");
+        }
         match (exact, parallel) {
             (Ok((a, ab)), Ok((b, bb))) => {
                 assert!(counters(&a) == counters(&b), "counters differ");
