@@ -11,6 +11,10 @@ use cachescope_schema::{Access, AccessKind, Event, TimeUnit, TimedEvent};
 use cachescope_sim::{ExactEngine, MachineModel, ParallelConfig, ParallelEngine};
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common.rs"]
+mod common;
+use common::counters;
+
 /// Private levels of every inclusion, shared levels non-inclusive and inclusive, LRU, PLRU,
 /// FIFO and random replacement, odd set counts.
 const HIERARCHIES: [&str; 4] = [
@@ -34,17 +38,6 @@ const KINDS: [AccessKind; 4] = [
 ];
 const SIZES: [u32; 5] = [1, 4, 8, 16, 100];
 const SLACKS: [u64; 5] = [1, 2, 5, 50, u64::MAX];
-
-/// The counters of a report as JSON, without the engine-specific fields.
-fn counters(r: &cachescope_sim::counters::SimReport) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).expect("report serializes");
-    if let Some(o) = v.as_object_mut() {
-        o.remove("engine");
-        o.remove("slack");
-        o.remove("quanta");
-    }
-    v
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&head, ops)) = data.split_first() else {

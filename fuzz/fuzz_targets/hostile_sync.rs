@@ -19,6 +19,10 @@ use cachescope_sim::{
 };
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common.rs"]
+mod common;
+use common::counters;
+
 /// One event from two bytes: the kind, and an operand.
 fn event(kind: u8, x: u8) -> Event {
     let small = u64::from(x & 3);
@@ -104,17 +108,6 @@ fn write(data: &[u8], path: &std::path::Path) -> bool {
         }
     }
     w.finish().is_ok()
-}
-
-/// The counters of a report as JSON, without the engine-specific fields.
-fn counters(r: &cachescope_sim::counters::SimReport) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).expect("report serializes");
-    if let Some(o) = v.as_object_mut() {
-        o.remove("engine");
-        o.remove("slack");
-        o.remove("quanta");
-    }
-    v
 }
 
 fuzz_target!(|data: &[u8]| {
