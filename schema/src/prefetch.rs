@@ -99,16 +99,17 @@ impl<T: Send + 'static, E: Send + 'static> Prefetched<T, E> {
             // Items left by calls of `next`.
             return Some(Ok(self.batch.by_ref().collect()));
         }
-        if let Some(e) = self.error.take() {
-            self.rx = None;
-            return Some(Err(e));
+        loop {
+            if let Some(e) = self.error.take() {
+                self.rx = None;
+                return Some(Err(e));
+            }
+            let batch = self.rx.as_ref()?.recv().ok()?;
+            self.error = batch.error;
+            if !batch.items.is_empty() {
+                return Some(Ok(batch.items));
+            }
         }
-        let batch = self.rx.as_ref()?.recv().ok()?;
-        self.error = batch.error;
-        if batch.items.is_empty() {
-            return self.next_items();
-        }
-        Some(Ok(batch.items))
     }
 }
 

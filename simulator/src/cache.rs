@@ -216,14 +216,16 @@ impl Cache {
                 }
                 way
             }
-            Replacement::Plru | Replacement::Random => match self.tags[base..base + self.assoc]
-                .iter()
-                .position(|&t| t == INVALID)
-            {
-                Some(w) => w,
-                None if self.policy == Replacement::Plru => self.plru_victim(set),
-                None => (self.rng.next() % self.assoc as u64) as usize,
-            },
+            Replacement::Plru | Replacement::Random => {
+                let empty = self.tags[base..base + self.assoc]
+                    .iter()
+                    .position(|&t| t == INVALID);
+                match (empty, self.policy) {
+                    (Some(w), _) => w,
+                    (None, Replacement::Plru) => self.plru_victim(set),
+                    (None, _) => (self.rng.next() % self.assoc as u64) as usize,
+                }
+            }
         };
         let slot = base + way;
         let old = self.tags[slot];

@@ -938,7 +938,8 @@ impl ExactEngine {
     }
 
     fn evicted(&mut self, core: usize, i: usize, v: Evicted) {
-        // (The classifier learnt of the victim in `fill`, before the new line took its slot.)
+        // (The classifier learnt of the victim in `fill_absent`, before the new line took its
+        // slot.)
         self.lc[core * self.n + i].evictions += 1;
         if i < self.p {
             self.private_copy_gone(core, v.line);
