@@ -17,11 +17,20 @@ use crate::thread_index::ThreadIndex;
 const FILTER: usize = 64;
 
 /// One core's footprint in a quantum.
+///
+/// What other host threads read (the event indices and the line list) is written in order;
+/// the line map is filled, and mostly read, by the thread that scans. A footprint
+/// is written by one host thread and read by another every quantum, and on a host whose two
+/// cores are far apart a hash table filled in random order cost twice the scan itself
+/// (docs/parallel-engine.md, "Where the slow state's time goes").
 pub(crate) struct Footprint {
     /// Indices (into the quantum's events) of the core's events, in order.
     pub events: Vec<u32>,
+    /// Lines the core's accesses touch, each once, and whether the core writes them (made
+    /// from `lines` by [`Self::finish`]).
+    pub list: Vec<(u64, bool)>,
     /// Lines the core's accesses touch → whether the core writes them.
-    pub lines: FxHashMap<u64, bool>,
+    lines: FxHashMap<u64, bool>,
     /// A line interacts with another core through the directory as it was before the
     /// quantum (set by [`Self::check_directory`]).
     pub dir_conflict: bool,
@@ -35,6 +44,7 @@ impl Default for Footprint {
     fn default() -> Self {
         Footprint {
             events: Vec::new(),
+            list: Vec::new(),
             lines: FxHashMap::default(),
             dir_conflict: false,
             recent: [(0, false); FILTER],
@@ -58,11 +68,13 @@ impl Footprint {
                 self.add(i, e, geo);
             }
         }
+        self.finish();
     }
 
     /// Empties the footprint, for the next quantum.
     pub fn clear(&mut self) {
         self.events.clear();
+        self.list.clear();
         self.lines.clear();
         self.dir_conflict = false;
         self.recent = [(0, false); FILTER];
@@ -72,9 +84,20 @@ impl Footprint {
     /// core through the directory of `weave` (see [`Weave::interferes`]).
     pub fn check_directory(&mut self, core: usize, weave: &Weave) {
         self.dir_conflict = self
-            .lines
+            .list
             .iter()
-            .any(|(&line, &write)| weave.interferes(line, core, write));
+            .any(|&(line, write)| weave.interferes(line, core, write));
+    }
+
+    /// Whether the core writes `line` in the quantum (`None`: it does not touch it).
+    pub fn writes(&self, line: u64) -> Option<bool> {
+        self.lines.get(&line).copied()
+    }
+
+    /// Ends the scan of a quantum: lists the lines, for the threads that read them next.
+    pub fn finish(&mut self) {
+        self.list.clear();
+        self.list.extend(self.lines.iter().map(|(&l, &w)| (l, w)));
     }
 
     /// Adds the core's event `e`, at index `i` of the quantum.
@@ -149,13 +172,16 @@ mod tests {
         let mut f = Footprint::default();
         f.scan(0, &events, &table, &geo());
         assert_eq!(f.events, vec![0, 2, 3, 4]);
-        let mut v: Vec<_> = f.lines.iter().map(|(&l, &w)| (l, w)).collect();
+        let mut v = f.list.clone();
         v.sort_unstable();
         // Line 0 read then written: the write is not lost to the filter.
         assert_eq!(v, vec![(0, true), (1, false), (2, false)]);
+        assert_eq!(f.writes(0), Some(true));
+        assert_eq!(f.writes(2), Some(false));
+        assert_eq!(f.writes(3), None);
         f.scan(1, &events, &table, &geo());
         assert_eq!(f.events, vec![1]);
-        assert_eq!(f.lines.get(&1), Some(&true));
+        assert_eq!(f.list, vec![(1, true)]);
         assert_eq!(f.lines.len(), 1);
     }
 }

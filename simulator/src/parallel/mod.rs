@@ -6,8 +6,10 @@
 //!
 //! 1. **scan**: every core's worker finds the core's events of the quantum and the lines they
 //!    touch (`footprint.rs`) — with two or more host threads, the other host threads do this
-//!    while host thread 0 weaves the previous quantum — and then checks those lines against
-//!    the directory. The driver decides whether the cores may run the quantum apart (below).
+//!    while host thread 0 weaves the previous quantum. Host thread 0 then checks those lines
+//!    against the directory, which it wove and so has in its cache (the footprints hand on
+//!    their lines as plain lists, read in order), and decides whether the cores may run the
+//!    quantum apart (below).
 //! 2. **bound**: every core's worker simulates that core's events of the quantum through its
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
 //!    levels becomes a request stamped with the event's index in the quantum (whose events
@@ -87,10 +89,26 @@ use self::weave::Weave;
 const SCAN: u8 = 0;
 /// The same for the next quantum, by host threads 1.. while host thread 0 weaves.
 const SCAN_AHEAD: u8 = 1;
-/// Check each core's lines against the directory.
-const CHECK: u8 = 2;
 /// The bound phase.
-const BOUND: u8 = 3;
+const BOUND: u8 = 2;
+
+/// Values of [`ParallelEngine::shared_write`].
+const SHARED_WRITE_UNKNOWN: u8 = 0;
+const SHARED_WRITE_NO: u8 = 1;
+const SHARED_WRITE_YES: u8 = 2;
+
+/// Whether some line written by one core is touched by another (`foots`: every core's).
+fn shared_write<'a>(foots: impl Iterator<Item = &'a Footprint> + Clone) -> bool {
+    foots.clone().enumerate().any(|(c, f)| {
+        f.list.iter().any(|&(line, write)| {
+            write
+                && foots
+                    .clone()
+                    .enumerate()
+                    .any(|(o, g)| o != c && g.writes(line).is_some())
+        })
+    })
+}
 
 /// The default quantum, in time units (chosen from the sweep in `docs/parallel-engine.md`).
 pub const DEFAULT_SLACK: u64 = 10_000;
@@ -210,6 +228,10 @@ pub struct ParallelEngine {
     cores: Vec<CachePadded<Mutex<CoreSim>>>,
     /// Per core, its part of the quantum (apart from the core: scanned while it is woven).
     foots: Vec<CachePadded<Mutex<Footprint>>>,
+    /// Whether a line written by one core is touched by another in the footprints last
+    /// scanned, when one host thread scanned them all and so could tell with the line maps
+    /// in its own cache ([`SHARED_WRITE_UNKNOWN`] otherwise).
+    shared_write: AtomicU8,
     weave: RwLock<Weave>,
     /// Miss classes of the shared levels, replayed from the weave's log (`shared_class.rs`).
     shared_class: Mutex<SharedClassifier>,
@@ -339,6 +361,7 @@ impl ParallelEngine {
             shared_class: Mutex::new(SharedClassifier::new(shared_lines, ncores)),
             next_task: AtomicUsize::new(0),
             foots: (0..ncores).map(|_| CachePadded::default()).collect(),
+            shared_write: AtomicU8::new(SHARED_WRITE_UNKNOWN),
             cores: cores
                 .into_iter()
                 .map(|c| CachePadded::new(Mutex::new(c)))
@@ -475,7 +498,7 @@ impl ParallelEngine {
                 if !scanned {
                     mine(SCAN, lo, hi);
                 }
-                mine(CHECK, lo, hi);
+                this.check_directory();
                 let quantum = &events[lo..hi];
                 if this.interferes() {
                     counts.lockstep += 1;
@@ -519,6 +542,17 @@ impl ParallelEngine {
         lock(&self.shared_class).flush(&mut weave.shadow_log);
     }
 
+    /// Checks every core's footprint of the quantum just scanned against the directory (on
+    /// the driver thread: the directory is in its cache, the footprints' line lists are read
+    /// in order; each host thread checking its own cores read the directory from another
+    /// host core's cache at random, 7 % of the run on a host whose cores are far apart).
+    fn check_directory(&self) {
+        let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
+        for (c, f) in self.foots.iter().enumerate() {
+            lock(f).check_directory(c, &weave);
+        }
+    }
+
     /// Whether the cores interact through a line in the quantum just scanned and checked
     /// (see the module docs): then it must run in lockstep. Serial, but only over the lines
     /// each core writes.
@@ -527,16 +561,12 @@ impl ParallelEngine {
         if foots.iter().any(|f| f.dir_conflict) {
             return true;
         }
-        let shared_write = foots.iter().enumerate().any(|(c, f)| {
-            f.lines.iter().any(|(line, &write)| {
-                write
-                    && foots
-                        .iter()
-                        .enumerate()
-                        .any(|(o, g)| o != c && g.lines.contains_key(line))
-            })
-        });
-        if shared_write {
+        let shared = match self.shared_write.load(Ordering::Acquire) {
+            SHARED_WRITE_NO => false,
+            SHARED_WRITE_YES => true,
+            _ => shared_write(foots.iter().map(|g| &**g)),
+        };
+        if shared {
             return true;
         }
         if !self.geo.inclusive_shared {
@@ -545,10 +575,10 @@ impl ParallelEngine {
         // Each line once, in the first core that touches it.
         let lines = foots.iter().enumerate().flat_map(|(c, f)| {
             let earlier = &foots[..c];
-            f.lines
-                .keys()
-                .copied()
-                .filter(move |l| !earlier.iter().any(|e| e.lines.contains_key(l)))
+            f.list
+                .iter()
+                .map(|&(line, _)| line)
+                .filter(move |&l| !earlier.iter().any(|e| e.writes(l).is_some()))
         });
         let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
         weave.may_back_invalidate(lines)
@@ -628,12 +658,6 @@ impl ParallelEngine {
                     lock(&self.cores[c]).bound(events, &foot.events, &weave.written);
                 }
             }
-            CHECK => {
-                let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
-                for c in cores {
-                    lock(&self.foots[c]).check_directory(c, &weave);
-                }
-            }
             _ => {
                 // One pass over the quantum for all of this host thread's cores.
                 let mut guards: Vec<MutexGuard<'_, Footprint>> =
@@ -655,6 +679,21 @@ impl ParallelEngine {
                         }
                     }
                 }
+                for f in &mut mine {
+                    f.finish();
+                }
+                // With every core's line map at hand, this thread answers the shared-write
+                // test, so the driver need not read the maps from another host core's cache.
+                let verdict = if mine.len() == self.cores.len() {
+                    if shared_write(mine.iter().map(|f| &**f)) {
+                        SHARED_WRITE_YES
+                    } else {
+                        SHARED_WRITE_NO
+                    }
+                } else {
+                    SHARED_WRITE_UNKNOWN
+                };
+                self.shared_write.store(verdict, Ordering::Release);
             }
         }
     }
