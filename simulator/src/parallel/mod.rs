@@ -92,11 +92,6 @@ const SCAN_AHEAD: u8 = 1;
 /// The bound phase.
 const BOUND: u8 = 2;
 
-/// Values of [`ParallelEngine::shared_write`].
-const SHARED_WRITE_UNKNOWN: u8 = 0;
-const SHARED_WRITE_NO: u8 = 1;
-const SHARED_WRITE_YES: u8 = 2;
-
 /// Whether some line written by one core is touched by another (`foots`: every core's).
 fn shared_write<'a>(foots: impl Iterator<Item = &'a Footprint> + Clone) -> bool {
     foots.clone().enumerate().any(|(c, f)| {
@@ -105,7 +100,7 @@ fn shared_write<'a>(foots: impl Iterator<Item = &'a Footprint> + Clone) -> bool 
                 && foots
                     .clone()
                     .enumerate()
-                    .any(|(o, g)| o != c && g.writes(line).is_some())
+                    .any(|(o, g)| o != c && g.touches(line))
         })
     })
 }
@@ -230,8 +225,8 @@ pub struct ParallelEngine {
     foots: Vec<CachePadded<Mutex<Footprint>>>,
     /// Whether a line written by one core is touched by another in the footprints last
     /// scanned, when one host thread scanned them all and so could tell with the line maps
-    /// in its own cache ([`SHARED_WRITE_UNKNOWN`] otherwise).
-    shared_write: AtomicU8,
+    /// in its own cache (`None` otherwise).
+    shared_write: Mutex<Option<bool>>,
     weave: RwLock<Weave>,
     /// Miss classes of the shared levels, replayed from the weave's log (`shared_class.rs`).
     shared_class: Mutex<SharedClassifier>,
@@ -361,7 +356,7 @@ impl ParallelEngine {
             shared_class: Mutex::new(SharedClassifier::new(shared_lines, ncores)),
             next_task: AtomicUsize::new(0),
             foots: (0..ncores).map(|_| CachePadded::default()).collect(),
-            shared_write: AtomicU8::new(SHARED_WRITE_UNKNOWN),
+            shared_write: Mutex::new(None),
             cores: cores
                 .into_iter()
                 .map(|c| CachePadded::new(Mutex::new(c)))
@@ -561,12 +556,8 @@ impl ParallelEngine {
         if foots.iter().any(|f| f.dir_conflict) {
             return true;
         }
-        let shared = match self.shared_write.load(Ordering::Acquire) {
-            SHARED_WRITE_NO => false,
-            SHARED_WRITE_YES => true,
-            _ => shared_write(foots.iter().map(|g| &**g)),
-        };
-        if shared {
+        let known = *lock(&self.shared_write);
+        if known.unwrap_or_else(|| shared_write(foots.iter().map(|g| &**g))) {
             return true;
         }
         if !self.geo.inclusive_shared {
@@ -578,7 +569,7 @@ impl ParallelEngine {
             f.list
                 .iter()
                 .map(|&(line, _)| line)
-                .filter(move |&l| !earlier.iter().any(|e| e.writes(l).is_some()))
+                .filter(move |&l| !earlier.iter().any(|e| e.touches(l)))
         });
         let weave = self.weave.read().unwrap_or_else(PoisonError::into_inner);
         weave.may_back_invalidate(lines)
@@ -684,16 +675,9 @@ impl ParallelEngine {
                 }
                 // With every core's line map at hand, this thread answers the shared-write
                 // test, so the driver need not read the maps from another host core's cache.
-                let verdict = if mine.len() == self.cores.len() {
-                    if shared_write(mine.iter().map(|f| &**f)) {
-                        SHARED_WRITE_YES
-                    } else {
-                        SHARED_WRITE_NO
-                    }
-                } else {
-                    SHARED_WRITE_UNKNOWN
-                };
-                self.shared_write.store(verdict, Ordering::Release);
+                let verdict = (mine.len() == self.cores.len())
+                    .then(|| shared_write(mine.iter().map(|f| &**f)));
+                *lock(&self.shared_write) = verdict;
             }
         }
     }
