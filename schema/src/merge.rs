@@ -13,8 +13,8 @@
 //! the order depends on the trace alone — never on recording wall-clock order or the host.
 //! Sync that can never be satisfied is reported as a [`ErrorKind::Deadlock`] error naming
 //! every waiting thread — except in an incomplete trace (see [`MergedEvents::incomplete`]),
-//! where the partners' events may simply be missing: there the waits are released so that
-//! every recovered event is still ordered.
+//! where the partners' events may simply be missing: there the waits are released, at the
+//! latest clock of any thread, so that every recovered event is still ordered.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -25,6 +25,8 @@ use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::{Event, ThreadId};
 use crate::reader::ThreadCursor;
 use crate::record::TimeUnit;
+
+mod window;
 
 /// An event with its thread and aligned global time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -133,8 +135,17 @@ impl MergedEvents {
     /// waiting to be created, and joins only when nothing else can move. Returns whether any
     /// thread woke. Threads are visited by slot, so the outcome is deterministic.
     fn release_waits(&mut self) -> bool {
-        let now = self.now;
-        let woke = self.release_barriers()
+        // The moment no thread can continue: after the last event released and every
+        // thread's clock (a parked thread's clock is at the event it waits with). Released
+        // threads continue from there, so the order stays ascending in time (and no quantum
+        // already handed out by `next_quanta` receives events later).
+        let now = self
+            .threads
+            .iter()
+            .map(|t| t.clock)
+            .fold(self.now, u64::max);
+        self.now = now;
+        let woke = self.release_barriers(now)
             || self.release_locks(now)
             || self.release(now, |w| w == Wait::Start)
             || self.release(now, |w| matches!(w, Wait::Join(_)));
@@ -146,13 +157,13 @@ impl MergedEvents {
         woke
     }
 
-    fn release_barriers(&mut self) -> bool {
+    fn release_barriers(&mut self, now: u64) -> bool {
         let mut woke = false;
         for i in 0..self.threads.len() {
             if let Wait::Barrier(b) = self.threads[i].wait {
                 if let Some(st) = self.barriers.remove(&b) {
                     for j in st.arrived {
-                        self.wake(j, st.latest_enter);
+                        self.wake(j, st.latest_enter.max(now));
                     }
                     woke = true;
                 }

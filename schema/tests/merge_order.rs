@@ -252,12 +252,15 @@ fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
     .unwrap();
     let ev: Vec<TimedEvent> = f.merged().unwrap().map(Result::unwrap).collect();
     assert_eq!(ev.len(), 11, "every recovered event is ordered");
+    assert_windows_equal_merge(&f, &one_by_one(&f), "incomplete");
     let load = ev
         .iter()
         .find(|e| matches!(e.event, Event::Access(_)))
         .unwrap();
-    // Thread 1 acquires only after thread 0 released at time 0 + 10.
-    assert_eq!((load.time, load.thread), (10, 1));
+    // Nothing can continue once thread 1 waits for the lock at time 5: the barrier is
+    // released then (the latest clock), thread 0 leaves at 5 and releases the lock at 5 + 10,
+    // and only then does thread 1 acquire it.
+    assert_eq!((load.time, load.thread), (15, 1));
 }
 
 /// `next_batch` in batches of `max`: the events, then the error if the merge failed.
@@ -289,6 +292,81 @@ fn one_by_one(f: &TraceFile) -> (Vec<TimedEvent>, Option<String>) {
     (all, None)
 }
 
+/// What `next_quanta` gave: each thread's events, the error if the merge failed, and each
+/// call's first and last quantum.
+type Windowed = (Vec<Vec<TimedEvent>>, Option<String>, Vec<(u64, u64)>);
+
+/// `next_quanta` with quanta of `slack` and calls of at least `max` events.
+fn windowed(f: &TraceFile, slack: u64, max: usize) -> Windowed {
+    let mut m = f.merged().unwrap();
+    let ids = m.thread_ids();
+    let mut all = vec![Vec::new(); ids.len()];
+    let mut calls = Vec::new();
+    loop {
+        let mut out = vec![Vec::new(); ids.len()];
+        let r = m.next_quanta(slack, max, &mut out);
+        let quanta = out.iter().flatten().map(|e| e.time / slack);
+        if let (Some(lo), Some(hi)) = (quanta.clone().min(), quanta.max()) {
+            calls.push((lo, hi));
+        }
+        for (t, events) in out.into_iter().enumerate() {
+            assert!(
+                events.iter().all(|e| e.thread == ids[t]),
+                "thread {}",
+                ids[t]
+            );
+            all[t].extend(events);
+        }
+        match r {
+            Ok(true) => continue,
+            Ok(false) => return (all, None, calls),
+            Err(e) => return (all, Some(e.to_string()), calls),
+        }
+    }
+}
+
+/// Whole quanta, each thread's events apart, give every event of the global order with the
+/// same time, each thread's in its order, and the same error; no quantum is split between
+/// calls, and a call ends once it holds `max` events.
+fn assert_windows_equal_merge(
+    f: &TraceFile,
+    single: &(Vec<TimedEvent>, Option<String>),
+    what: &str,
+) {
+    let ids = f.merged().unwrap().thread_ids();
+    for slack in [1, 3, 64, 1000, u64::MAX] {
+        for max in [1, 100, 1 << 20] {
+            let (threads, err, calls) = windowed(f, slack, max);
+            for (t, events) in threads.iter().enumerate() {
+                let expected: Vec<TimedEvent> = single
+                    .0
+                    .iter()
+                    .filter(|e| e.thread == ids[t])
+                    .copied()
+                    .collect();
+                if *events != expected {
+                    let at = events.iter().zip(&expected).position(|(a, b)| a != b);
+                    panic!(
+                        "{what}, slack {slack}, max {max}, thread {t}: {} vs {} events, first difference at {at:?}: {:?} vs {:?}",
+                        events.len(),
+                        expected.len(),
+                        at.map(|i| events[i]),
+                        at.map(|i| expected[i])
+                    );
+                }
+            }
+            assert_eq!(err, single.1, "{what}, slack {slack}, max {max}");
+            assert!(
+                calls.windows(2).all(|c| c[0].1 < c[1].0),
+                "{what}, slack {slack}, max {max}: a quantum split between calls: {calls:?}"
+            );
+            if max == 1 << 20 && single.0.len() < max {
+                assert!(calls.len() <= 1, "{what}, slack {slack}: {calls:?}");
+            }
+        }
+    }
+}
+
 /// Batches give the same events in the same order as single steps, whatever the batch size:
 /// synthetic workloads (barriers, many chunks), locks and thread creation interleaved with
 /// accesses, and a merge that ends in a deadlock.
@@ -307,6 +385,7 @@ fn batches_equal_single_events() {
                     "{w} x{threads}, batches of {max}"
                 );
             }
+            assert_windows_equal_merge(&f, &single, &format!("{w} x{threads}"));
         }
     }
     const L: u64 = 0x10;
@@ -353,6 +432,7 @@ fn batches_equal_single_events() {
     for max in sizes {
         assert!(batched(&f, max) == single, "locks, batches of {max}");
     }
+    assert_windows_equal_merge(&f, &single, "locks");
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[
@@ -368,4 +448,5 @@ fn batches_equal_single_events() {
     for max in sizes {
         assert!(batched(&f, max) == single, "deadlock, batches of {max}");
     }
+    assert_windows_equal_merge(&f, &single, "deadlock");
 }

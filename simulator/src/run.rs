@@ -97,32 +97,75 @@ pub fn simulate_exact_with_bandwidth(
     Ok((engine.report(), timeline.finish()))
 }
 
-/// Runs the parallel engine over `trace`: with the trace read ahead on another thread when
-/// the engine leaves a host core free; otherwise on the driver thread, since a reading thread
-/// competing with spinning workers for the cores slows every quantum down.
+/// Events handed to the parallel engine per call, at least (whole quanta: a longer quantum
+/// is kept whole). Each call starts with a quantum that was not scanned ahead, so a call
+/// should hold many quanta; larger batches (2^20) were slower (more memory to go through).
+const PARALLEL_BATCH: usize = 1 << 17;
+
+/// Runs the parallel engine over `trace`, whole quanta at a time with each thread's events
+/// apart (`MergedEvents::next_quanta`: between sync events a thread's events are copied from
+/// the decoded chunk as a run, not merged one by one). The next batch is read on another
+/// thread when the engine leaves a host core free; otherwise on the driver thread between
+/// batches (a reading thread competing with the spinning workers slowed every quantum down).
 fn run_parallel(
     engine: &mut ParallelEngine,
     trace: &TraceFile,
     cfg: ParallelConfig,
 ) -> Result<(), SimError> {
+    let path = trace.path().to_path_buf();
+    let mut merged = trace.merged()?;
+    let ids = merged.thread_ids();
+    let n = ids.len();
+    let mut fill = move |threads: &mut Vec<Vec<TimedEvent>>| {
+        threads.resize_with(n, Vec::new);
+        threads.iter_mut().for_each(Vec::clear);
+        merged
+            .next_quanta(cfg.slack, PARALLEL_BATCH, threads)
+            .map_err(|e| e.at_path(&path))
+    };
+    let mut run = |threads: &[Vec<TimedEvent>]| {
+        let streams: Vec<(ThreadId, &[TimedEvent])> = ids
+            .iter()
+            .zip(threads)
+            .map(|(&t, events)| (t, events.as_slice()))
+            .collect();
+        engine.run_threads(&streams);
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cfg.threads < cores {
-        let mut source = events(trace)?;
-        engine.run_fill(|out, _| match source.next_items() {
-            Some(Ok(items)) => {
-                out.extend_from_slice(&items);
-                Ok(true)
-            }
-            Some(Err(e)) => Err(e),
-            None => Ok(false),
-        })?;
-    } else {
-        // Whole runs of a thread's events at a time, straight from the decoded chunks.
-        let path = trace.path().to_path_buf();
-        let mut merged = trace.merged()?;
-        engine.run_fill(|out, max| merged.next_batch(out, max).map_err(|e| e.at_path(&path)))?;
+    if cfg.threads >= cores {
+        let mut threads = Vec::new();
+        while fill(&mut threads)? {
+            run(&threads);
+        }
+        run(&threads);
+        return Ok(());
     }
-    Ok(())
+    std::thread::scope(|s| {
+        // One batch waits while the engine runs another; used buffers come back for reuse.
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (back_tx, back_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("cachescope-read".into())
+            .spawn_scoped(s, move || loop {
+                let mut threads = back_rx.try_recv().unwrap_or_default();
+                let r = fill(&mut threads);
+                let last = !matches!(r, Ok(true));
+                // A send fails once the engine stopped on an error.
+                if tx.send(r.map(|more| (threads, more))).is_err() || last {
+                    return;
+                }
+            })?;
+        for batch in rx {
+            let (threads, more) = batch?;
+            run(&threads);
+            // The reader may have finished: then the buffers are simply dropped.
+            let _ = back_tx.send(threads);
+            if !more {
+                break;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Simulates `trace` with the exact engine and also returns the coherence log (who was

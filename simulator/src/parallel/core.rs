@@ -4,7 +4,7 @@
 //! Everything a core decides alone is final here: lookups and hits in its private levels,
 //! compulsory/capacity/conflict classification, fills and evictions inside its private
 //! levels. Everything that needs the other cores or the shared levels becomes a [`Req`]
-//! stamped with the event's index in the quantum, for the weave: misses in all private levels, upgrades,
+//! stamped with the event's place in the global order ([`Seq`]), for the weave: misses in all private levels, upgrades,
 //! writes to lines whose bytes are tracked for true/false classification, private copies that
 //! disappeared (directory), and dirty data leaving the private levels.
 //!
@@ -12,7 +12,7 @@
 //! ownership at once (the weave invalidates the other copies); a read miss fills without it
 //! (MESI's E is granted by the weave, after the quantum).
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use cachescope_schema::{Access, AccessKind, Event, ThreadId, TimedEvent};
 
@@ -22,6 +22,7 @@ use crate::model::Inclusion;
 use crate::shadow::{Presence, NO_TAG};
 
 use super::ledger::{diff, Delta};
+use super::order::{for_each_in_order, Seq};
 use super::{Geometry, Unit};
 
 /// What a core needs from the weave.
@@ -37,9 +38,10 @@ pub(crate) enum Req {
         off: u16,
         len: u16,
         kind: AccessKind,
-        /// Set when the line had been lost to another core's write: the weave sequence number
-        /// of that write, and the private levels whose miss is a coherence miss (bit mask).
-        lost: Option<(u64, u32)>,
+        /// Set when the line had been lost to another core's write; the details are the
+        /// core's next entry in [`CoreSim::lost_misses`] (kept apart: requests are written by
+        /// one host thread and read by another, so their size is what crosses between them).
+        lost: bool,
     },
     /// The core's last private copy of `line` is gone.
     Gone { line: u64 },
@@ -47,11 +49,11 @@ pub(crate) enum Req {
     Writeback { line: u64 },
 }
 
-/// A request and the event that caused it, by its index in the quantum: the weave's order key
-/// (the quantum's events come in the trace's global order, by time, then thread).
+/// A request and the event that caused it, by its place in the global order: the weave's
+/// order key.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stamped {
-    pub seq: u32,
+    pub seq: Seq,
     pub req: Req,
 }
 
@@ -71,6 +73,10 @@ pub(crate) struct CoreSim {
     pub cache_to_cache: u64,
     /// Lines lost to another core's write → the weave sequence number of that write.
     pub lost: FxHashMap<u64, u64>,
+    /// For each [`Req::Miss`] with `lost` set in `reqs`, in order: the weave sequence number
+    /// of the write that took the line, and the private levels whose miss is a coherence
+    /// miss (bit mask).
+    pub lost_misses: Vec<(u64, u32)>,
     /// Threads on this core, ascending by id.
     pub threads: Vec<ThreadCounters>,
     slot_of: FxHashMap<ThreadId, usize>,
@@ -78,11 +84,8 @@ pub(crate) struct CoreSim {
     pub unsimulated_fetches: u64,
     /// This quantum's requests, in the core's event order.
     pub reqs: Vec<Stamped>,
-    /// Lines this core sent a request for in this quantum: their bytes may have become tracked
-    /// by the weave, so later writes to them are sent too.
-    hot: FxHashSet<u64>,
-    /// Index in the quantum of the event being simulated.
-    now: u32,
+    /// The event being simulated.
+    now: Seq,
     /// In a lockstep quantum: private fills after a miss are the weave's (see
     /// [`Self::begin_lockstep`]).
     defer_fills: bool,
@@ -107,13 +110,13 @@ impl CoreSim {
             upgrades: 0,
             cache_to_cache: 0,
             lost: FxHashMap::default(),
+            lost_misses: Vec::new(),
             threads: Vec::new(),
             slot_of: FxHashMap::default(),
             last_thread: None,
             unsimulated_fetches: 0,
             reqs: Vec::new(),
-            hot: FxHashSet::default(),
-            now: 0,
+            now: Seq::default(),
             defer_fills: false,
             logging: false,
             before: Vec::new(),
@@ -141,26 +144,19 @@ impl CoreSim {
         self.threads.push(t);
     }
 
-    /// The bound phase: simulates this core's events `mine` (indices into `events`, one
-    /// quantum in global order). `tracked` holds the lines whose written bytes the weave
-    /// records (read only while the workers run).
-    pub fn bound(
-        &mut self,
-        events: &[TimedEvent],
-        mine: &[u32],
-        tracked: &FxHashMap<u64, Box<[u64]>>,
-    ) {
-        self.hot.clear();
-        for &i in mine {
-            let e = &events[i as usize];
+    /// The bound phase: simulates this core's events of a quantum, `threads` (each of its
+    /// threads' events, in order), in the global order. `tracked` holds the lines whose
+    /// written bytes the weave records (read only while the workers run).
+    pub fn bound(&mut self, threads: &[&[TimedEvent]], tracked: &FxHashMap<u64, Box<[u64]>>) {
+        for_each_in_order(threads, |seq, e| {
             if self.logging {
                 self.before.clone_from(&self.paths);
-                self.process(i, e, tracked);
-                diff(i, self.core, &self.before, &self.paths, &mut self.log);
+                self.process(seq, e, tracked);
+                diff(seq, self.core, &self.before, &self.paths, &mut self.log);
             } else {
-                self.process(i, e, tracked);
+                self.process(seq, e, tracked);
             }
-        }
+        });
     }
 
     /// Makes the bound phase log the bytes of each event.
@@ -173,7 +169,6 @@ impl CoreSim {
     /// itself (after the shared levels, whose evictions may back-invalidate private copies),
     /// so this core sees the others' actions in the exact engine's order.
     pub fn begin_lockstep(&mut self) {
-        self.hot.clear();
         self.defer_fills = true;
     }
 
@@ -187,7 +182,7 @@ impl CoreSim {
         self.defer_fills
     }
 
-    fn process(&mut self, seq: u32, e: &TimedEvent, tracked: &FxHashMap<u64, Box<[u64]>>) {
+    fn process(&mut self, seq: Seq, e: &TimedEvent, tracked: &FxHashMap<u64, Box<[u64]>>) {
         if let Some(a) = self.begin(seq, e) {
             let (shift, ls) = (self.geo.shift, self.geo.line_size);
             for_each_line(&a, shift, ls, |line, off, len| {
@@ -196,9 +191,9 @@ impl CoreSim {
         }
     }
 
-    /// Counts event `e` (index `seq` in the quantum) of this core's threads; returns the access
-    /// whose lines are to be simulated, if it is one.
-    pub fn begin(&mut self, seq: u32, e: &TimedEvent) -> Option<Access> {
+    /// Counts event `e` (at `seq` in the global order) of this core's threads; returns the
+    /// access whose lines are to be simulated, if it is one.
+    pub fn begin(&mut self, seq: Seq, e: &TimedEvent) -> Option<Access> {
         let slot = match self.last_thread {
             Some((t, i)) if t == e.thread => i,
             _ => {
@@ -264,7 +259,7 @@ impl CoreSim {
             let st = l1.state(slot);
             if st & OWNED != 0 {
                 l1.set_state(slot, st | DIRTY);
-                if tracked.contains_key(&line) || self.hot.contains(&line) {
+                if tracked.contains_key(&line) {
                     self.push(Req::Write {
                         line,
                         off: off as u16,
@@ -273,7 +268,6 @@ impl CoreSim {
                 }
                 return;
             }
-            self.hot.insert(line);
             self.push(Req::Upgrade {
                 line,
                 off: off as u16,
@@ -314,13 +308,12 @@ impl CoreSim {
             }
             let owned = self.private_state(line).is_some_and(|s| s & OWNED != 0);
             if write && !owned {
-                self.hot.insert(line);
                 self.push(Req::Upgrade {
                     line,
                     off: off as u16,
                     len: len as u16,
                 });
-            } else if write && (tracked.contains_key(&line) || self.hot.contains(&line)) {
+            } else if write && (tracked.contains_key(&line)) {
                 // As for a write hit in L1: the weave records the bytes written.
                 self.push(Req::Write {
                     line,
@@ -344,17 +337,16 @@ impl CoreSim {
             return;
         }
         // A miss in every private level: the weave decides where the line comes from.
-        self.hot.insert(line);
-        let lost = lost_at.map(|at| (at, coh_levels));
-        if lost.is_some() {
+        if let Some(at) = lost_at {
             self.lost.remove(&line);
+            self.lost_misses.push((at, coh_levels));
         }
         self.push(Req::Miss {
             line,
             off: off as u16,
             len: len as u16,
             kind,
-            lost,
+            lost: lost_at.is_some(),
         });
         if !self.defer_fills {
             self.fill_missed(line, write);

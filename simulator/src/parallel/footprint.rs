@@ -1,5 +1,5 @@
-//! What one core does in a quantum, found by its worker before the quantum runs: which of the
-//! quantum's events are its own, and which lines they touch (see the module docs of
+//! What one core does in a quantum, found by its worker before the quantum runs: which lines
+//! its events touch (see the module docs of
 //! `parallel` for how the driver decides from these whether the cores may run apart).
 
 use rustc_hash::FxHashMap;
@@ -18,14 +18,12 @@ const FILTER: usize = 64;
 
 /// One core's footprint in a quantum.
 ///
-/// What other host threads read (the event indices and the line list) is written in order;
+/// What other host threads read (the line list) is written in order;
 /// the line map is filled, and mostly read, by the thread that scans. A footprint
 /// is written by one host thread and read by another every quantum, and on a host whose two
 /// cores are far apart a hash table filled in random order cost twice the scan itself
 /// (docs/parallel-engine.md, "Where the slow state's time goes").
 pub(crate) struct Footprint {
-    /// Indices (into the quantum's events) of the core's events, in order.
-    pub events: Vec<u32>,
     /// Lines the core's accesses touch, each once, and whether the core writes them (made
     /// from `lines` by [`Self::finish`]).
     pub list: Vec<(u64, bool)>,
@@ -43,7 +41,6 @@ pub(crate) struct Footprint {
 impl Default for Footprint {
     fn default() -> Self {
         Footprint {
-            events: Vec::new(),
             list: Vec::new(),
             lines: FxHashMap::default(),
             dir_conflict: false,
@@ -63,9 +60,9 @@ impl Footprint {
         geo: &Geometry,
     ) {
         self.clear();
-        for (i, e) in events.iter().enumerate() {
+        for e in events {
             if table.get(e.thread) == Some(core) {
-                self.add(i, e, geo);
+                self.add(e, geo);
             }
         }
         self.finish();
@@ -73,7 +70,6 @@ impl Footprint {
 
     /// Empties the footprint, for the next quantum.
     pub fn clear(&mut self) {
-        self.events.clear();
         self.list.clear();
         self.lines.clear();
         self.dir_conflict = false;
@@ -100,11 +96,9 @@ impl Footprint {
         self.list.extend(self.lines.iter().map(|(&l, &w)| (l, w)));
     }
 
-    /// Adds the core's event `e`, at index `i` of the quantum.
+    /// Adds the core's event `e`.
     #[inline]
-    pub fn add(&mut self, i: usize, e: &TimedEvent, geo: &Geometry) {
-        // A quantum holds at most one batch of events, far fewer than 2^32.
-        self.events.push(i as u32);
+    pub fn add(&mut self, e: &TimedEvent, geo: &Geometry) {
         let Event::Access(a) = e.event else { return };
         if a.kind == AccessKind::Fetch {
             return;
@@ -171,7 +165,6 @@ mod tests {
         ];
         let mut f = Footprint::default();
         f.scan(0, &events, &table, &geo());
-        assert_eq!(f.events, vec![0, 2, 3, 4]);
         let mut v = f.list.clone();
         v.sort_unstable();
         // Line 0 read then written: the write is not lost to the filter.
@@ -179,7 +172,6 @@ mod tests {
         assert!(f.touches(0) && f.touches(2));
         assert!(!f.touches(3));
         f.scan(1, &events, &table, &geo());
-        assert_eq!(f.events, vec![1]);
         assert_eq!(f.list, vec![(1, true)]);
         assert_eq!(f.lines.len(), 1);
     }

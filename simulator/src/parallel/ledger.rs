@@ -13,13 +13,15 @@
 
 use cachescope_schema::TimedEvent;
 
+use super::order::{for_each_in_order, Seq};
+
 use crate::bandwidth::{BandwidthReport, BandwidthTimeline, PathByteSource};
 use crate::counters::PathBytes;
 
-/// Bytes one event (index `seq` in its quantum) moved over one path of one core.
+/// Bytes one event (at `seq` in the global order) moved over one path of one core.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Delta {
-    pub seq: u32,
+    pub seq: Seq,
     pub core: u32,
     pub path: u32,
     pub bytes: PathBytes,
@@ -27,7 +29,7 @@ pub(crate) struct Delta {
 
 /// Appends to `out` what moved on `core`'s paths since `before`, charged to event `seq`.
 pub(crate) fn diff(
-    seq: u32,
+    seq: Seq,
     core: usize,
     before: &[PathBytes],
     now: &[PathBytes],
@@ -105,11 +107,11 @@ impl Observer {
         }
     }
 
-    /// Observes a simulated quantum: `events` in the global order, and the logs of the deltas
-    /// its events caused (emptied).
+    /// Observes a simulated quantum: `threads` (each thread's events of the quantum), and
+    /// the logs of the deltas its events caused (emptied).
     pub fn quantum<'a>(
         &mut self,
-        events: &[TimedEvent],
+        threads: &[&[TimedEvent]],
         logs: impl IntoIterator<Item = &'a mut Vec<Delta>>,
     ) {
         self.deltas.clear();
@@ -119,12 +121,13 @@ impl Observer {
         // Within one event the order does not matter: the timeline sees the sums.
         self.deltas.sort_unstable_by_key(|d| d.seq);
         let mut next = self.deltas.iter().peekable();
-        for (seq, e) in events.iter().enumerate() {
-            while let Some(d) = next.next_if(|d| d.seq as usize == seq) {
-                self.ledger.add(d);
+        let (ledger, timeline) = (&mut self.ledger, &mut self.timeline);
+        for_each_in_order(threads, |seq, e| {
+            while let Some(d) = next.next_if(|d| d.seq == seq) {
+                ledger.add(d);
             }
-            self.timeline.observe(e, &self.ledger);
-        }
+            timeline.observe(e, ledger);
+        });
     }
 
     /// The timeline's report.

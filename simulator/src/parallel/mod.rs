@@ -1,25 +1,28 @@
 //! The parallel engine: deterministic bound-weave with one worker per simulated core, and
 //! the exact engine's results at every slack.
 //!
+//! The engine takes each thread's events apart (`ParallelEngine::run_threads`, fed by
+//! `MergedEvents::next_quanta`), so a core's worker reads only its threads' events; the
+//! global (time, thread) order is kept where it matters by naming each event by its
+//! `Seq` (`order.rs`: time, thread, index among the thread's events of the quantum), which sorts
+//! like the global order.
+//!
 //! Time is cut into quanta of `slack` time units (aligned to multiples of `slack`). For each
 //! quantum:
 //!
-//! 1. **scan**: every core's worker finds the core's events of the quantum and the lines they
-//!    touch (`footprint.rs`) — with two or more host threads, the other host threads do this
+//! 1. **scan**: every core's worker finds the lines its threads' events of the quantum touch
+//!    (`footprint.rs`) — with two or more host threads, the other host threads do this
 //!    while host thread 0 weaves the previous quantum. Host thread 0 then checks those lines
 //!    against the directory, which it wove and so has in its cache (the footprints hand on
 //!    their lines as plain lists, read in order), and decides whether the cores may run the
 //!    quantum apart (below).
 //! 2. **bound**: every core's worker simulates that core's events of the quantum through its
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
-//!    levels becomes a request stamped with the event's index in the quantum (whose events
-//!    are in the global (time, thread) order). Workers run in
-//!    parallel, each owning its core while it runs; host threads take the cores (and the
-//!    replay of the previous weave's shared-level classification log, `shared_class.rs`, in
-//!    two halves: the first and the last task) as tasks, whichever thread is free, so fewer
-//!    host threads than cores run several in turn. With two or more host threads, host
-//!    thread 0 replays the first half right after the weave instead, while the others are
-//!    still scanning (the scan takes longer than the weave), and the bound phase finds it done.
+//!    levels becomes a request stamped with the event's `Seq`. Workers run in parallel, each
+//!    owning its core while it runs; host threads take the cores (and the replay of the
+//!    previous weave's shared-level classification log, `shared_class.rs`, in two halves: the
+//!    first and the last task) as tasks, whichever thread is free, so fewer host threads than
+//!    cores run several in turn.
 //! 3. **weave**: one thread applies all requests to the directory and the shared levels (whose
 //!    capacity/conflict classification it only logs, for the next bound phase) in
 //!    the global (time, thread) order (`weave.rs`); invalidations, downgrades and E grants
@@ -56,10 +59,12 @@
 mod core;
 mod footprint;
 mod ledger;
+mod order;
 mod shared_class;
 mod weave;
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
@@ -81,6 +86,7 @@ use crate::thread_index::ThreadIndex;
 use self::core::{for_each_line, CoreSim};
 use self::footprint::Footprint;
 use self::ledger::Observer;
+use self::order::{for_each_in_order, split_by_thread};
 use self::shared_class::SharedClassifier;
 use self::weave::Weave;
 
@@ -157,9 +163,61 @@ pub(crate) struct Geometry {
     inclusive_shared: bool,
 }
 
-/// Events read from an iterator per batch (whole quanta; a quantum longer than this is kept
-/// whole).
-const BATCH: usize = 1 << 16;
+/// The events of one call of [`ParallelEngine::run_threads`]: each placed thread's, and which
+/// of them run on each core.
+struct Input<'a> {
+    placed: &'a [&'a [TimedEvent]],
+    /// Per core, indices into `placed`.
+    of_core: &'a [Vec<usize>],
+}
+
+impl<'a> Input<'a> {
+    /// The quantum that starts at `pos` (per thread, its next event): each thread's events in
+    /// it, or `None` when no events are left.
+    fn quantum_at(&self, slack: u64, pos: &[usize]) -> Option<Vec<Range<usize>>> {
+        let q = self
+            .placed
+            .iter()
+            .zip(pos)
+            .filter_map(|(events, &p)| events.get(p))
+            .map(|e| e.time / slack)
+            .min()?;
+        Some(
+            self.placed
+                .iter()
+                .zip(pos)
+                .map(|(events, &p)| {
+                    // A thread's times never decrease.
+                    let len = events[p..].partition_point(|e| e.time / slack <= q);
+                    // Events are numbered per thread and quantum by a u32 (`Seq`); 2^32 events
+                    // of one thread in one quantum would take over 100 GiB of memory first.
+                    assert!(
+                        len <= u32::MAX as usize,
+                        "a quantum of more than 2^32 events"
+                    );
+                    p..p + len
+                })
+                .collect(),
+        )
+    }
+
+    /// Every placed thread's events of the quantum `r`.
+    fn slices(&self, r: &[Range<usize>]) -> Vec<&'a [TimedEvent]> {
+        self.placed
+            .iter()
+            .zip(r)
+            .map(|(events, r)| &events[r.clone()])
+            .collect()
+    }
+
+    /// Core `c`'s threads' events of the quantum `r`.
+    fn core_slices(&self, c: usize, r: &[Range<usize>]) -> Vec<&'a [TimedEvent]> {
+        self.of_core[c]
+            .iter()
+            .map(|&i| &self.placed[i][r[i].clone()])
+            .collect()
+    }
+}
 
 /// One cache instance and its miss classifier.
 pub(crate) struct Unit {
@@ -233,8 +291,7 @@ pub struct ParallelEngine {
     /// The next task of a bound phase: 0 replays the first half of the shared levels' log,
     /// `1 + c` bounds core c, `1 + cores` replays the rest of the log.
     next_task: AtomicUsize,
-    /// Thread → core, looked up by every worker for every event of a quantum (each worker
-    /// scans the quantum's events for its cores' threads).
+    /// Thread → core.
     table: ThreadIndex,
     time_unit: TimeUnit,
     /// Quanta simulated so far, and how many of them ran in lockstep.
@@ -398,69 +455,68 @@ impl ParallelEngine {
         })
     }
 
-    /// Simulates the events `fill` supplies, in the trace's global order (as from
-    /// `TraceFile::merged`). `fill(out, max)` appends the next events to `out` — until it
-    /// holds `max`, or whatever amount suits the source — and returns `Ok(false)` once there
-    /// are no more; an error stops the run. The engine runs every whole quantum it holds
-    /// and keeps the last one until it is complete, so memory stays bounded by a batch and a
-    /// quantum.
-    pub fn run_fill<E>(
-        &mut self,
-        mut fill: impl FnMut(&mut Vec<TimedEvent>, usize) -> Result<bool, E>,
-    ) -> Result<(), E> {
-        let slack = self.cfg.slack;
-        let mut batch: Vec<TimedEvent> = Vec::with_capacity(2 * BATCH);
-        loop {
-            let want = batch.len() + BATCH;
-            let more = fill(&mut batch, want)?;
-            if !more {
-                if !batch.is_empty() {
-                    self.run_slice(&batch);
-                }
-                return Ok(());
-            }
-            // Events come in time order: the quanta before the last one are complete.
-            let Some(last) = batch.last() else { continue };
-            let quantum = last.time / slack;
-            let complete = batch.partition_point(|e| e.time / slack < quantum);
-            if complete > 0 {
-                self.run_slice(&batch[..complete]);
-                batch.drain(..complete);
-            }
-        }
+    /// Simulates `events`, in the trace's global order (as from `TraceFile::merged`), already
+    /// in memory. Calls may follow one another (each ends with a complete quantum if the next
+    /// one starts a new quantum).
+    pub fn run_slice(&mut self, events: &[TimedEvent]) {
+        let threads = split_by_thread(events);
+        let streams: Vec<(ThreadId, &[TimedEvent])> =
+            threads.iter().map(|(t, v)| (*t, v.as_slice())).collect();
+        self.run_threads(&streams);
     }
 
-    /// Simulates `events`, in the trace's global order, already in memory. Calls may follow
-    /// one another (each ends with a complete quantum if the next one starts a new quantum).
-    pub fn run_slice(&mut self, events: &[TimedEvent]) {
+    /// Simulates each thread's events, `(thread, its events in order with their global
+    /// times)` (as from `MergedEvents::next_quanta`; events of threads the placement does not
+    /// name are ignored). Calls may follow one another, as for [`Self::run_slice`].
+    pub fn run_threads(&mut self, streams: &[(ThreadId, &[TimedEvent])]) {
+        // The placed threads' events, and each core's threads among them.
+        let placed: Vec<&[TimedEvent]> = streams
+            .iter()
+            .filter(|(t, _)| self.table.get(*t).is_some())
+            .map(|(_, events)| *events)
+            .collect();
+        let mut of_core: Vec<Vec<usize>> = vec![Vec::new(); self.cores.len()];
+        for (i, (t, _)) in streams
+            .iter()
+            .filter(|(t, _)| self.table.get(*t).is_some())
+            .enumerate()
+        {
+            if let Some(c) = self.table.get(*t) {
+                of_core[c].push(i);
+            }
+        }
+        let input = Input {
+            placed: &placed,
+            of_core: &of_core,
+        };
         let k = self.cfg.threads.min(self.cores.len()).max(1);
         let barrier = SpinBarrier::new(k);
         let done = AtomicBool::new(false);
         // What the host threads do between the next two barriers, and on which events.
         let phase = AtomicU8::new(SCAN);
-        let range = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let ranges: RwLock<Vec<Range<usize>>> = RwLock::new(Vec::new());
         let this = &*self;
         let mut counts = QuantumCounts::default();
         std::thread::scope(|s| {
             for h in 1..k {
-                let (barrier, done, phase, range) = (&barrier, &done, &phase, &range);
+                let (barrier, done, phase, ranges, input) =
+                    (&barrier, &done, &phase, &ranges, &input);
                 s.spawn(move || loop {
                     barrier.wait();
                     if done.load(Ordering::Acquire) {
                         break;
                     }
-                    let (lo, hi) = (
-                        range.0.load(Ordering::Acquire),
-                        range.1.load(Ordering::Acquire),
-                    );
-                    this.share(h, k, &events[lo..hi], phase.load(Ordering::Acquire));
+                    {
+                        let r = ranges.read().unwrap_or_else(PoisonError::into_inner);
+                        this.share(h, k, input, &r, phase.load(Ordering::Acquire));
+                    }
                     barrier.wait();
                 });
             }
-            // Runs a phase on every host thread; this one does `own` (its share, or the weave).
-            let run_phase = |p: u8, lo: usize, hi: usize, own: &dyn Fn()| {
-                range.0.store(lo, Ordering::Release);
-                range.1.store(hi, Ordering::Release);
+            // Runs a phase on every host thread on the quantum `r`; this one does `own` (its
+            // share, or the weave).
+            let run_phase = |p: u8, r: &[Range<usize>], own: &dyn Fn()| {
+                r.clone_into(&mut ranges.write().unwrap_or_else(PoisonError::into_inner));
                 phase.store(p, Ordering::Release);
                 if k > 1 {
                     barrier.wait();
@@ -470,60 +526,52 @@ impl ParallelEngine {
                     barrier.wait();
                 }
             };
-            let mine = |p: u8, lo: usize, hi: usize| {
-                run_phase(p, lo, hi, &|| this.share(0, k, &events[lo..hi], p));
+            let mine = |p: u8, r: &[Range<usize>]| {
+                run_phase(p, r, &|| this.share(0, k, &input, r, p));
             };
-            let slack = this.cfg.slack;
-            // Events come in time order: a quantum ends at the first event of the next.
-            let quantum_end = |lo: usize| {
-                lo + events[lo..].partition_point(|e| e.time / slack == events[lo].time / slack)
-            };
-            let mut lo = 0;
-            // Whether the quantum at `lo` was scanned during the previous weave.
+            let mut cur = input.quantum_at(this.cfg.slack, &vec![0; placed.len()]);
+            // Whether the quantum `cur` was scanned during the previous weave.
             let mut scanned = false;
-            while lo < events.len() {
-                let hi = quantum_end(lo);
-                // Events are numbered within their quantum by a u32 (requests, byte logs);
-                // 2^32 events of one quantum would take over 100 GiB of memory first.
-                assert!(
-                    hi - lo <= u32::MAX as usize,
-                    "a quantum of more than 2^32 events"
-                );
+            while let Some(r) = cur {
+                let quantum = input.slices(&r);
+                let next_pos: Vec<usize> = r.iter().map(|r| r.end).collect();
+                let next = input.quantum_at(this.cfg.slack, &next_pos);
                 counts.total += 1;
                 if !scanned {
-                    mine(SCAN, lo, hi);
+                    mine(SCAN, &r);
                 }
                 this.check_directory();
-                let quantum = &events[lo..hi];
                 if this.interferes() {
                     counts.lockstep += 1;
-                    this.lockstep(quantum);
+                    this.lockstep(&quantum);
                     this.hand_over_shadow_log();
-                    this.observe(quantum);
+                    this.observe(&quantum);
                     scanned = false;
                 } else {
                     this.next_task.store(0, Ordering::Release);
-                    mine(BOUND, lo, hi);
+                    mine(BOUND, &r);
                     let weave_and_observe = || {
                         this.weave();
                         this.hand_over_shadow_log();
-                        this.observe(quantum);
+                        this.observe(&quantum);
                     };
-                    if k > 1 && hi < events.len() {
-                        // The other host threads scan the next quantum while this one weaves
-                        // (and replays the first half of the weave's shared-level log: the
-                        // scan takes longer than the weave).
-                        run_phase(SCAN_AHEAD, hi, quantum_end(hi), &|| {
+                    match &next {
+                        Some(n) if k > 1 => {
+                            // The other host threads scan the next quantum while this one
+                            // weaves. (Host thread 0 also replayed the first half of the
+                            // shared-level log here while the scan read every thread's events;
+                            // now that it reads only its cores' threads, the scan is the
+                            // shorter one, and the replay is a bound task again.)
+                            run_phase(SCAN_AHEAD, n, &weave_and_observe);
+                            scanned = true;
+                        }
+                        _ => {
                             weave_and_observe();
-                            lock(&this.shared_class).replay_first_half();
-                        });
-                        scanned = true;
-                    } else {
-                        weave_and_observe();
-                        scanned = false;
+                            scanned = false;
+                        }
                     }
                 }
-                lo = hi;
+                cur = next;
             }
             done.store(true, Ordering::Release);
             if k > 1 {
@@ -575,9 +623,9 @@ impl ParallelEngine {
         weave.may_back_invalidate(lines)
     }
 
-    /// Simulates one quantum in the global order, weaving each event's requests before the
-    /// next event: the exact engine's order, on one thread.
-    fn lockstep(&self, events: &[TimedEvent]) {
+    /// Simulates one quantum (each thread's events) in the global order, weaving each
+    /// event's requests before the next event: the exact engine's order, on one thread.
+    fn lockstep(&self, threads: &[&[TimedEvent]]) {
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
         let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let mut cores: Vec<&mut CoreSim> = guards.iter_mut().map(|g| &mut **g).collect();
@@ -586,10 +634,9 @@ impl ParallelEngine {
         }
         let (shift, ls) = (self.geo.shift, self.geo.line_size);
         let logging = weave.logging();
-        for (seq, e) in events.iter().enumerate() {
-            let seq = seq as u32;
+        for_each_in_order(threads, |seq, e| {
             let Some(c) = self.table.get(e.thread) else {
-                continue;
+                return;
             };
             if logging {
                 weave.log_before(&cores);
@@ -607,16 +654,16 @@ impl ParallelEngine {
             if logging {
                 weave.log_after(seq, &cores);
             }
-        }
+        });
         for c in &mut cores {
             c.end_lockstep();
         }
     }
 
-    /// Host thread `h` of `k`'s share of phase `phase` on `events` (one quantum): for cores
-    /// `h, h + k, ...`, or in [`SCAN_AHEAD`] (while host thread 0 weaves) for cores
+    /// Host thread `h` of `k`'s share of phase `phase` on the quantum `r` of `input`: for
+    /// cores `h, h + k, ...`, or in [`SCAN_AHEAD`] (while host thread 0 weaves) for cores
     /// `h - 1, h - 1 + (k - 1), ...`.
-    fn share(&self, h: usize, k: usize, events: &[TimedEvent], phase: u8) {
+    fn share(&self, h: usize, k: usize, input: &Input<'_>, r: &[Range<usize>], phase: u8) {
         let (first, step) = if phase == SCAN_AHEAD {
             (h - 1, k - 1)
         } else {
@@ -645,32 +692,21 @@ impl ParallelEngine {
                         continue;
                     }
                     let c = task - 1;
-                    let foot = lock(&self.foots[c]);
-                    lock(&self.cores[c]).bound(events, &foot.events, &weave.written);
+                    lock(&self.cores[c]).bound(&input.core_slices(c, r), &weave.written);
                 }
             }
             _ => {
-                // One pass over the quantum for all of this host thread's cores.
+                // Each of this host thread's cores reads its own threads' events.
                 let mut guards: Vec<MutexGuard<'_, Footprint>> =
                     cores.clone().map(|c| lock(&self.foots[c])).collect();
                 let mut mine: Vec<&mut Footprint> = guards.iter_mut().map(|g| &mut **g).collect();
-                // Core → its footprint's index in `mine`, or none: a table lookup per event
-                // instead of a division.
-                let mut index_of = vec![u8::MAX; self.cores.len()];
-                for (k, c) in cores.enumerate() {
-                    index_of[c] = k as u8;
-                }
-                for f in &mut mine {
+                for (f, c) in mine.iter_mut().zip(cores) {
                     f.clear();
-                }
-                for (i, e) in events.iter().enumerate() {
-                    if let Some(c) = self.table.get(e.thread) {
-                        if let Some(f) = mine.get_mut(index_of[c] as usize) {
-                            f.add(i, e, &self.geo);
+                    for events in input.core_slices(c, r) {
+                        for e in events {
+                            f.add(e, &self.geo);
                         }
                     }
-                }
-                for f in &mut mine {
                     f.finish();
                 }
                 // With every core's line map at hand, this thread answers the shared-write
@@ -682,15 +718,16 @@ impl ParallelEngine {
         }
     }
 
-    /// Feeds the quantum just simulated to the bandwidth timeline, if enabled.
-    fn observe(&self, events: &[TimedEvent]) {
+    /// Feeds the quantum just simulated (each thread's events) to the bandwidth timeline, if
+    /// enabled.
+    fn observe(&self, threads: &[&[TimedEvent]]) {
         let Some(observer) = &self.observer else {
             return;
         };
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
         let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let logs = std::iter::once(&mut weave.log).chain(guards.iter_mut().map(|g| &mut g.log));
-        lock(observer).quantum(events, logs);
+        lock(observer).quantum(threads, logs);
     }
 
     /// Hands the weave's shared-level log to the classifier, to be replayed during the next

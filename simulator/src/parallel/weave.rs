@@ -18,6 +18,7 @@ use crate::model::Inclusion;
 
 use super::core::{CoreSim, Req, Stamped};
 use super::ledger::{diff, Delta};
+use super::order::Seq;
 use super::shared_class::ShadowOp;
 use super::Geometry;
 
@@ -62,6 +63,8 @@ pub(crate) struct Weave {
     wseq: u64,
     /// Request lists taken from the cores, kept for their allocations.
     lists: Vec<Vec<Stamped>>,
+    /// Per core, its `lost_misses` taken with its requests, and how many are used.
+    lost_misses: Vec<(Vec<(u64, u32)>, usize)>,
     /// Whether the bytes of each event are logged (for the bandwidth timeline).
     logging: bool,
     /// Every core's path counters before the event being woven (when logging).
@@ -82,6 +85,7 @@ impl Weave {
             lost_count: FxHashMap::default(),
             wseq: 0,
             lists: Vec::new(),
+            lost_misses: Vec::new(),
             logging: false,
             before: Vec::new(),
             log: Vec::new(),
@@ -108,7 +112,7 @@ impl Weave {
     }
 
     /// After simulating event `seq` (when logging): logs what it moved on every core's paths.
-    pub fn log_after(&mut self, seq: u32, cores: &[&mut CoreSim]) {
+    pub fn log_after(&mut self, seq: Seq, cores: &[&mut CoreSim]) {
         let paths = self.geo.paths;
         for (c, core) in cores.iter().enumerate() {
             diff(
@@ -130,22 +134,23 @@ impl Weave {
         for (c, core) in cores.iter_mut().enumerate() {
             std::mem::swap(&mut self.lists[c], &mut core.reqs);
         }
+        self.take_lost_misses(cores);
         let lists = std::mem::take(&mut self.lists);
         let mut pos = vec![0usize; n];
-        // Each list's next event index, or `u32::MAX` once it is used up (event indices in a
-        // quantum stay below it). Each list is in event order already, and an event belongs
-        // to one core: the smallest head is the earliest event, and it is unique.
-        let head = |l: &Vec<Stamped>, p: usize| l.get(p).map_or(u32::MAX, |s| s.seq);
-        let mut heads: Vec<u32> = lists.iter().map(|l| head(l, 0)).collect();
+        // Each list's next event, or `Seq::END` once it is used up. Each list is in event
+        // order already, and an event belongs to one core: the smallest head is the earliest
+        // event, and it is unique.
+        let head = |l: &Vec<Stamped>, p: usize| l.get(p).map_or(Seq::END, |s| s.seq);
+        let mut heads: Vec<Seq> = lists.iter().map(|l| head(l, 0)).collect();
         loop {
             let (c, seq) = heads
                 .iter()
                 .enumerate()
                 .fold(
-                    (0, u32::MAX),
+                    (0, Seq::END),
                     |best, (c, &s)| if s < best.1 { (c, s) } else { best },
                 );
-            if seq == u32::MAX {
+            if seq == Seq::END {
                 break;
             }
             if self.logging {
@@ -167,11 +172,32 @@ impl Weave {
         }
     }
 
+    /// Takes every core's `lost_misses` (used by its requests in order), giving back the
+    /// lists used before (cleared), for their allocations.
+    fn take_lost_misses(&mut self, cores: &mut [&mut CoreSim]) {
+        self.lost_misses.resize_with(cores.len(), Default::default);
+        for (core, (list, used)) in cores.iter_mut().zip(&mut self.lost_misses) {
+            list.clear();
+            std::mem::swap(list, &mut core.lost_misses);
+            *used = 0;
+        }
+    }
+
+    /// The details of core `c`'s next miss on a lost line.
+    fn next_lost_miss(&mut self, c: usize) -> (u64, u32) {
+        let (list, used) = &mut self.lost_misses[c];
+        // Each such miss pushed its entry before its request; a miss is applied once.
+        let entry = list.get(*used).copied();
+        *used += 1;
+        entry.unwrap_or_else(|| unreachable!("a lost-line miss without its details"))
+    }
+
     /// Applies core `c`'s pending requests at once (a lockstep quantum: one event at a time,
     /// in the global order).
     pub fn run_core(&mut self, cores: &mut [&mut CoreSim], c: usize) {
         // Applying a miss may fill the core's private levels, whose victims add requests.
         while !cores[c].reqs.is_empty() {
+            self.take_lost_misses(cores);
             let mut reqs = std::mem::take(&mut cores[c].reqs);
             for s in &reqs {
                 self.apply(cores, c, s.req);
@@ -252,7 +278,10 @@ impl Weave {
                 len,
                 kind,
                 lost,
-            } => self.miss(cores, c, line, off, len, kind, lost),
+            } => {
+                let lost = lost.then(|| self.next_lost_miss(c));
+                self.miss(cores, c, line, off, len, kind, lost)
+            }
             Req::Gone { line } => self.copy_gone(c, line),
             Req::Writeback { line } => {
                 let p = self.geo.p;
