@@ -4,9 +4,12 @@
 //! Everything a core decides alone is final here: lookups and hits in its private levels,
 //! compulsory/capacity/conflict classification, fills and evictions inside its private
 //! levels. Everything that needs the other cores or the shared levels becomes a [`Req`]
-//! stamped with the event's place in the global order ([`Seq`]), for the weave: misses in all private levels, upgrades,
-//! writes to lines whose bytes are tracked for true/false classification, private copies that
-//! disappeared (directory), and dirty data leaving the private levels.
+//! stamped with the event's place in the global order ([`Seq`]), for the weave: misses in
+//! all private levels, upgrades, writes to lines whose bytes are tracked for true/false
+//! classification (the set of tracked lines cannot grow in a quantum that runs apart: only a
+//! write that invalidates another core's copy starts tracking, and that runs the quantum in
+//! lockstep), private copies that disappeared (directory), and dirty data leaving the private
+//! levels.
 //!
 //! The worker speculates on what the weave will decide: a write miss or upgrade fills with
 //! ownership at once (the weave invalidates the other copies); a read miss fills without it
@@ -313,7 +316,7 @@ impl CoreSim {
                     off: off as u16,
                     len: len as u16,
                 });
-            } else if write && (tracked.contains_key(&line)) {
+            } else if write && tracked.contains_key(&line) {
                 // As for a write hit in L1: the weave records the bytes written.
                 self.push(Req::Write {
                     line,

@@ -470,19 +470,12 @@ impl ParallelEngine {
     /// name are ignored). Calls may follow one another, as for [`Self::run_slice`].
     pub fn run_threads(&mut self, streams: &[(ThreadId, &[TimedEvent])]) {
         // The placed threads' events, and each core's threads among them.
-        let placed: Vec<&[TimedEvent]> = streams
-            .iter()
-            .filter(|(t, _)| self.table.get(*t).is_some())
-            .map(|(_, events)| *events)
-            .collect();
+        let mut placed: Vec<&[TimedEvent]> = Vec::new();
         let mut of_core: Vec<Vec<usize>> = vec![Vec::new(); self.cores.len()];
-        for (i, (t, _)) in streams
-            .iter()
-            .filter(|(t, _)| self.table.get(*t).is_some())
-            .enumerate()
-        {
-            if let Some(c) = self.table.get(*t) {
-                of_core[c].push(i);
+        for &(t, events) in streams {
+            if let Some(c) = self.table.get(t) {
+                of_core[c].push(placed.len());
+                placed.push(events);
             }
         }
         let input = Input {
@@ -558,10 +551,9 @@ impl ParallelEngine {
                     match &next {
                         Some(n) if k > 1 => {
                             // The other host threads scan the next quantum while this one
-                            // weaves. (Host thread 0 also replayed the first half of the
-                            // shared-level log here while the scan read every thread's events;
-                            // now that it reads only its cores' threads, the scan is the
-                            // shorter one, and the replay is a bound task again.)
+                            // weaves (the scan reads only its cores' threads and is the
+                            // shorter of the two, so the shared-level replay stays a bound
+                            // task).
                             run_phase(SCAN_AHEAD, n, &weave_and_observe);
                             scanned = true;
                         }
