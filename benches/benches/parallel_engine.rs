@@ -34,9 +34,9 @@ fn bench(c: &mut Criterion) {
     let trace = TraceFile::open(&path).expect("open");
     let unit = trace.header().time_unit;
     let (events, accesses) = cachescope_benches::merged_in_memory(&trace);
-    let threads = cachescope_benches::by_thread(&events);
-    let streams: Vec<(u32, &[cachescope_schema::TimedEvent])> =
-        threads.iter().map(|(t, v)| (*t, v.as_slice())).collect();
+    let threads = cachescope_sim::parallel::threads_apart(&events);
+    let streams: Vec<cachescope_sim::parallel::ThreadStream<'_>> =
+        threads.iter().map(|t| t.stream()).collect();
     let placement: BTreeMap<u32, u32> = (0..4).map(|t| (t, t)).collect();
     let mut group = c.benchmark_group("parallel/stencil-4core-msi");
     group.throughput(Throughput::Elements(accesses));

@@ -31,9 +31,13 @@ fn main() {
             }
             Some(slack) => {
                 let mut out = vec![Vec::new(); m.thread_ids().len()];
+                let mut ties = vec![Vec::new(); out.len()];
                 loop {
                     out.iter_mut().for_each(Vec::clear);
-                    let more = m.next_quanta(slack, 1 << 16, &mut out).expect("quanta");
+                    ties.iter_mut().for_each(Vec::clear);
+                    let more = m
+                        .next_quanta(slack, 1 << 16, &mut out, &mut ties)
+                        .expect("quanta");
                     n += out.iter().map(Vec::len).sum::<usize>();
                     if !more {
                         break;

@@ -58,9 +58,9 @@ fn main() {
         acc as f64 / exact / 1e6
     );
     // Each thread's events apart, as the engine takes them (outside the timed runs).
-    let threads = cachescope_benches::by_thread(&events);
-    let streams: Vec<(u32, &[cachescope_schema::TimedEvent])> =
-        threads.iter().map(|(t, v)| (*t, v.as_slice())).collect();
+    let threads = cachescope_sim::parallel::threads_apart(&events);
+    let streams: Vec<cachescope_sim::parallel::ThreadStream<'_>> =
+        threads.iter().map(|t| t.stream()).collect();
     let mut one = 0.0;
     for threads in [1usize, 2] {
         let cfg = ParallelConfig { slack, threads };

@@ -69,16 +69,3 @@ pub fn merged_in_memory(
         .count() as u64;
     (events, accesses)
 }
-
-/// Events in the global order split into each thread's events (threads ascending), the way
-/// the parallel engine takes them (`ParallelEngine::run_threads`).
-pub fn by_thread(
-    events: &[cachescope_schema::TimedEvent],
-) -> Vec<(u32, Vec<cachescope_schema::TimedEvent>)> {
-    let mut threads: std::collections::BTreeMap<u32, Vec<cachescope_schema::TimedEvent>> =
-        std::collections::BTreeMap::new();
-    for e in events {
-        threads.entry(e.thread).or_default().push(*e);
-    }
-    threads.into_iter().collect()
-}

@@ -85,6 +85,9 @@ pub struct MergedEvents {
     finished: bool,
     incomplete: bool,
     now: u64,
+    /// While `next_quanta` runs: threads woken at the very time of the waking event (slot,
+    /// time), for it to order that time's events (see `merge/window.rs`).
+    same_time_wakes: Option<Vec<(usize, u64)>>,
 }
 
 impl MergedEvents {
@@ -118,6 +121,7 @@ impl MergedEvents {
             finished: false,
             incomplete: false,
             now: 0,
+            same_time_wakes: None,
         }
     }
 
@@ -225,6 +229,11 @@ impl MergedEvents {
         t.clock = t.clock.max(not_before);
         t.wait = Wait::Runnable;
         self.ready.push(Reverse((t.clock, t.cursor.thread(), i)));
+        if t.clock == not_before {
+            if let Some(w) = &mut self.same_time_wakes {
+                w.push((i, not_before));
+            }
+        }
     }
 
     fn fail(&self, i: usize, kind: ErrorKind, msg: String) -> TraceError {

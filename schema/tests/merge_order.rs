@@ -292,42 +292,73 @@ fn one_by_one(f: &TraceFile) -> (Vec<TimedEvent>, Option<String>) {
     (all, None)
 }
 
-/// What `next_quanta` gave: each thread's events, the error if the merge failed, and each
-/// call's first and last quantum.
-type Windowed = (Vec<Vec<TimedEvent>>, Option<String>, Vec<(u64, u64)>);
+/// What `next_quanta` gave: each thread's events and their ties, the error if the merge
+/// failed, and each call's first and last quantum.
+type Windowed = (
+    Vec<Vec<TimedEvent>>,
+    Vec<Vec<u32>>,
+    Option<String>,
+    Vec<(u64, u64)>,
+);
 
 /// `next_quanta` with quanta of `slack` and calls of at least `max` events.
 fn windowed(f: &TraceFile, slack: u64, max: usize) -> Windowed {
     let mut m = f.merged().unwrap();
     let ids = m.thread_ids();
     let mut all = vec![Vec::new(); ids.len()];
+    let mut all_ties = vec![Vec::new(); ids.len()];
     let mut calls = Vec::new();
     loop {
         let mut out = vec![Vec::new(); ids.len()];
-        let r = m.next_quanta(slack, max, &mut out);
+        let mut ties = vec![Vec::new(); ids.len()];
+        let r = m.next_quanta(slack, max, &mut out, &mut ties);
         let quanta = out.iter().flatten().map(|e| e.time / slack);
         if let (Some(lo), Some(hi)) = (quanta.clone().min(), quanta.max()) {
             calls.push((lo, hi));
         }
-        for (t, events) in out.into_iter().enumerate() {
+        for (t, (events, ties)) in out.into_iter().zip(ties).enumerate() {
             assert!(
                 events.iter().all(|e| e.thread == ids[t]),
                 "thread {}",
                 ids[t]
             );
+            assert_eq!(events.len(), ties.len(), "thread {}", ids[t]);
             all[t].extend(events);
+            all_ties[t].extend(ties);
         }
         match r {
             Ok(true) => continue,
-            Ok(false) => return (all, None, calls),
-            Err(e) => return (all, Some(e.to_string()), calls),
+            Ok(false) => return (all, all_ties, None, calls),
+            Err(e) => return (all, all_ties, Some(e.to_string()), calls),
         }
     }
 }
 
+/// Sorts each thread's events by the parallel engine's order key (`Seq`): (time, tie or else
+/// thread, 0 or else the index in the thread).
+fn by_key(threads: &[Vec<TimedEvent>], ties: &[Vec<u32>]) -> Vec<TimedEvent> {
+    let mut keyed: Vec<((u64, u32, usize), TimedEvent)> = threads
+        .iter()
+        .zip(ties)
+        .flat_map(|(events, ties)| {
+            events.iter().zip(ties).enumerate().map(|(n, (e, &tie))| {
+                let key = if tie != 0 {
+                    (e.time, tie, 0)
+                } else {
+                    (e.time, e.thread, n)
+                };
+                (key, *e)
+            })
+        })
+        .collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.into_iter().map(|(_, e)| e).collect()
+}
+
 /// Whole quanta, each thread's events apart, give every event of the global order with the
-/// same time, each thread's in its order, and the same error; no quantum is split between
-/// calls, and a call ends once it holds `max` events.
+/// same time, each thread's in its order, and the same error; sorted by (time, tie or else
+/// thread, index) they are the global order; no quantum is split between calls, and a call
+/// ends once it holds `max` events.
 fn assert_windows_equal_merge(
     f: &TraceFile,
     single: &(Vec<TimedEvent>, Option<String>),
@@ -336,7 +367,7 @@ fn assert_windows_equal_merge(
     let ids = f.merged().unwrap().thread_ids();
     for slack in [1, 3, 64, 1000, u64::MAX] {
         for max in [1, 100, 1 << 20] {
-            let (threads, err, calls) = windowed(f, slack, max);
+            let (threads, ties, err, calls) = windowed(f, slack, max);
             for (t, events) in threads.iter().enumerate() {
                 let expected: Vec<TimedEvent> = single
                     .0
@@ -356,6 +387,12 @@ fn assert_windows_equal_merge(
                 }
             }
             assert_eq!(err, single.1, "{what}, slack {slack}, max {max}");
+            if err.is_none() {
+                assert!(
+                    by_key(&threads, &ties) == single.0,
+                    "{what}, slack {slack}, max {max}: sorted by key"
+                );
+            }
             assert!(
                 calls.windows(2).all(|c| c[0].1 < c[1].0),
                 "{what}, slack {slack}, max {max}: a quantum split between calls: {calls:?}"
@@ -449,4 +486,120 @@ fn batches_equal_single_events() {
         assert!(batched(&f, max) == single, "deadlock, batches of {max}");
     }
     assert_windows_equal_merge(&f, &single, "deadlock");
+}
+
+/// One thread's action in a segment between barriers (random sync traces below).
+#[derive(Debug, Clone)]
+enum Op {
+    Load(u64),
+    Advance(u64),
+    /// Takes the lock (its next acquisition), loads, releases it.
+    Locked,
+}
+
+/// A trace of `segments[t][s]` per thread: barriers between segments, one lock whose
+/// acquisitions are numbered segment by segment in the order of `lock_order[s]` (threads),
+/// and with `spawn`, thread 0 creates the others first and joins them at the end.
+fn sync_trace(
+    segments: &[Vec<Vec<Op>>],
+    lock_order: &[Vec<usize>],
+    spawn: bool,
+) -> (tempfile::TempDir, TraceFile) {
+    const L: u64 = 0x10;
+    let n = segments.len();
+    let nseg = segments[0].len();
+    let mut streams: Vec<Vec<Event>> = vec![Vec::new(); n];
+    if spawn {
+        for s in streams.iter_mut().skip(1) {
+            s.push(Event::ThreadStart);
+        }
+        for t in 1..n {
+            streams[0].push(Event::ThreadCreate { child: t as u32 });
+        }
+    }
+    let mut next = 0u64;
+    for s in 0..nseg {
+        let mut orders: Vec<Vec<u64>> = vec![Vec::new(); n];
+        for &t in &lock_order[s] {
+            orders[t].push(next);
+            next += 1;
+        }
+        for t in 0..n {
+            let mut mine = orders[t].iter();
+            for op in &segments[t][s] {
+                match op {
+                    Op::Load(a) => streams[t].push(Event::load(0x1000 + 8 * a, 8)),
+                    Op::Advance(u) => streams[t].push(adv(*u)),
+                    Op::Locked => {
+                        if let Some(&order) = mine.next() {
+                            streams[t].push(Event::LockAcquire { lock: L, order });
+                            streams[t].push(Event::load(0x2000, 8));
+                            streams[t].push(Event::LockRelease { lock: L });
+                        }
+                    }
+                }
+            }
+            for &order in mine {
+                streams[t].push(Event::LockAcquire { lock: L, order });
+                streams[t].push(Event::LockRelease { lock: L });
+            }
+            if s + 1 < nseg {
+                let b = 0xb0 + s as u64;
+                streams[t].push(Event::BarrierEnter {
+                    barrier: b,
+                    participants: n as u32,
+                });
+                streams[t].push(Event::BarrierLeave { barrier: b });
+            }
+        }
+    }
+    if spawn {
+        for s in streams.iter_mut().skip(1) {
+            s.push(Event::ThreadExit);
+        }
+        for t in 1..n {
+            streams[0].push(Event::ThreadJoin { child: t as u32 });
+        }
+    }
+    trace(TimeUnit::Instructions, &streams)
+}
+
+fn sync_op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0u64..8).prop_map(Op::Load),
+        2 => (0u64..3).prop_map(Op::Advance),
+        2 => Just(Op::Locked),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// Random traces whose threads meet at barriers, hand a lock around and (optionally)
+    /// are created and joined, mostly at the same time units: each thread's events from
+    /// `next_quanta`, sorted by (time, tie or else thread, index), are the global order.
+    #[test]
+    fn ties_give_back_the_global_order_of_sync_traces(
+        threads in 2usize..5,
+        spawn in proptest::prelude::any::<bool>(),
+        slack in proptest::sample::select(vec![1u64, 2, 5, 1000, u64::MAX]),
+        max in proptest::sample::select(vec![1usize, 7, 1 << 20]),
+        seg in proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(sync_op(), 0..6), 4), 1..4),
+        picks in proptest::collection::vec(0usize..4, 0..10),
+    ) {
+        let nseg = seg.len();
+        let segments: Vec<Vec<Vec<Op>>> = (0..threads)
+            .map(|t| (0..nseg).map(|s| seg[s][t].clone()).collect())
+            .collect();
+        let lock_order: Vec<Vec<usize>> = (0..nseg)
+            .map(|s| picks.iter().skip(s).step_by(nseg).map(|&p| p % threads).collect())
+            .collect();
+        let (_d, f) = sync_trace(&segments, &lock_order, spawn);
+        let single = one_by_one(&f);
+        proptest::prop_assert!(single.1.is_none(), "{:?}", single.1);
+        let (events, ties, err, _) = windowed(&f, slack, max);
+        proptest::prop_assert!(err.is_none());
+        proptest::prop_assert!(by_key(&events, &ties) == single.0);
+    }
 }

@@ -10,7 +10,7 @@ use crate::cachegrind::{CachegrindSim, CgConfig};
 use crate::counters::{CachegrindReport, SimReport};
 use crate::exact::{CoherenceKey, ExactEngine, MappingError, ThreadMapping};
 use crate::model::MachineModel;
-use crate::parallel::{ParallelConfig, ParallelEngine, ParallelError};
+use crate::parallel::{ParallelConfig, ParallelEngine, ParallelError, ThreadStream};
 
 /// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]
@@ -116,28 +116,34 @@ fn run_parallel(
     let mut merged = trace.merged()?;
     let ids = merged.thread_ids();
     let n = ids.len();
-    let mut fill = move |threads: &mut Vec<Vec<TimedEvent>>| {
-        threads.resize_with(n, Vec::new);
-        threads.iter_mut().for_each(Vec::clear);
+    let mut fill = move |b: &mut QuantaBatch| {
+        b.events.resize_with(n, Vec::new);
+        b.ties.resize_with(n, Vec::new);
+        b.events.iter_mut().for_each(Vec::clear);
+        b.ties.iter_mut().for_each(Vec::clear);
         merged
-            .next_quanta(cfg.slack, PARALLEL_BATCH, threads)
+            .next_quanta(cfg.slack, PARALLEL_BATCH, &mut b.events, &mut b.ties)
             .map_err(|e| e.at_path(&path))
     };
-    let mut run = |threads: &[Vec<TimedEvent>]| {
-        let streams: Vec<(ThreadId, &[TimedEvent])> = ids
+    let mut run = |b: &QuantaBatch| {
+        let streams: Vec<ThreadStream<'_>> = ids
             .iter()
-            .zip(threads)
-            .map(|(&t, events)| (t, events.as_slice()))
+            .zip(b.events.iter().zip(&b.ties))
+            .map(|(&thread, (events, ties))| ThreadStream {
+                thread,
+                events,
+                ties,
+            })
             .collect();
         engine.run_threads(&streams);
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.threads >= cores {
-        let mut threads = Vec::new();
-        while fill(&mut threads)? {
-            run(&threads);
+        let mut batch = QuantaBatch::default();
+        while fill(&mut batch)? {
+            run(&batch);
         }
-        run(&threads);
+        run(&batch);
         return Ok(());
     }
     std::thread::scope(|s| {
@@ -147,25 +153,32 @@ fn run_parallel(
         std::thread::Builder::new()
             .name("cachescope-read".into())
             .spawn_scoped(s, move || loop {
-                let mut threads = back_rx.try_recv().unwrap_or_default();
-                let r = fill(&mut threads);
+                let mut batch = back_rx.try_recv().unwrap_or_default();
+                let r = fill(&mut batch);
                 let last = !matches!(r, Ok(true));
                 // A send fails once the engine stopped on an error.
-                if tx.send(r.map(|more| (threads, more))).is_err() || last {
+                if tx.send(r.map(|more| (batch, more))).is_err() || last {
                     return;
                 }
             })?;
         for batch in rx {
-            let (threads, more) = batch?;
-            run(&threads);
+            let (batch, more) = batch?;
+            run(&batch);
             // The reader may have finished: then the buffers are simply dropped.
-            let _ = back_tx.send(threads);
+            let _ = back_tx.send(batch);
             if !more {
                 break;
             }
         }
         Ok(())
     })
+}
+
+/// Whole quanta of every thread's events and their ties (`MergedEvents::next_quanta`).
+#[derive(Default)]
+struct QuantaBatch {
+    events: Vec<Vec<TimedEvent>>,
+    ties: Vec<Vec<u32>>,
 }
 
 /// Simulates `trace` with the exact engine and also returns the coherence log (who was

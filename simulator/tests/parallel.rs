@@ -344,8 +344,9 @@ fn unsupported_models_and_settings_are_refused() {
     }
 }
 
-/// Traces recorded from `examples/` (`OMP_NUM_THREADS=2 cachescope record`: jacobi_naive 128 4
-/// and false_sharing 200); their time unit is instructions, so many accesses share a time.
+/// Traces recorded from `examples/` (`OMP_NUM_THREADS=2 cachescope record`: jacobi_naive 128 4,
+/// false_sharing 200, and mutex_counter 200 2, whose lock changes hands at the very time
+/// unit the waiter is woken); their time unit is instructions, so many accesses share a time.
 fn recorded(name: &str) -> TraceFile {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
@@ -356,7 +357,11 @@ fn recorded(name: &str) -> TraceFile {
 #[test]
 fn recorded_traces_are_deterministic_across_host_threads() {
     let m = MachineModel::load("ivybridge-4c").unwrap();
-    for name in ["jacobi_naive.cstrace", "false_sharing.cstrace"] {
+    for name in [
+        "jacobi_naive.cstrace",
+        "false_sharing.cstrace",
+        "mutex_counter.cstrace",
+    ] {
         let t = recorded(name);
         for slack in [100, DEFAULT_SLACK] {
             let one = json(&parallel(&t, &m, slack, 1));
@@ -377,12 +382,17 @@ fn recorded_traces_are_deterministic_across_host_threads() {
 #[test]
 fn recorded_traces_equal_exact() {
     // Naive Jacobi shares lines only across barriers; false_sharing's threads fight over
-    // every line within one time unit (instructions: many accesses share a time).
+    // every line within one time unit (instructions: many accesses share a time); the mutex
+    // counter's global order at a lock handover is not by thread id.
     let m = MachineModel::load("ivybridge-4c").unwrap();
-    for name in ["jacobi_naive.cstrace", "false_sharing.cstrace"] {
+    for (name, min_misses) in [
+        ("jacobi_naive.cstrace", 1000),
+        ("false_sharing.cstrace", 1000),
+        ("mutex_counter.cstrace", 50),
+    ] {
         let t = recorded(name);
         let e = exact(&t, &m);
-        assert!(e.levels[0].counters.misses.total() > 1000, "{name}");
+        assert!(e.levels[0].counters.misses.total() > min_misses, "{name}");
         for slack in [1, 100, DEFAULT_SLACK, 100_000] {
             assert_eq!(
                 counters_json(&e),

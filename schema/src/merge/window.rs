@@ -1,17 +1,46 @@
 //! Whole quanta of the global order with each thread's events kept apart: the input of the
 //! parallel engine, which simulates every core's events of a quantum on its own and needs
-//! the global order only for the few requests that reach other cores.
+//! the global order only where cores meet.
 //!
 //! Between two sync events a thread's clock depends on its own events alone, so a thread's
 //! run of accesses and time advances can be released up to the end of the window at once
 //! instead of event by event; only sync events (which move other threads' clocks) are taken
 //! in the global order. Every event gets the time the global order gives it.
+//!
+//! **Ties.** At most times the global order is by (time, thread id), each thread's events in
+//! their order, so sorting each thread's events by that key gives it back. Not at a time when
+//! a sync event woke a thread at that very time (a lock handed over, a barrier completed, a
+//! thread created or joined, all in zero time): the woken thread comes after the waking event
+//! even if its id is smaller, and takes over from the waker if so. For those times
+//! `next_quanta` also gives every event of that time its rank there (1, 2, …), found by
+//! replaying the merge's choice of thread for that time alone; the others get 0.
 
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::ops::Range;
 
 use super::{MergedEvents, TimedEvent, Wait};
 use crate::error::Result;
 use crate::event::{Event, ThreadId};
+
+/// What woke a thread at the very time of the wake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Waker {
+    /// The event at this index of this slot's output (one past its last event when the
+    /// thread's stream ended there, which wakes its joiners).
+    Event(usize, usize),
+    /// The n-th release of waits in an incomplete trace (nothing was ready).
+    Release(u32),
+}
+
+/// A thread woken at time `time`, whose next event is at `resume` in its output.
+#[derive(Debug, Clone, Copy)]
+struct Wake {
+    time: u64,
+    by: Waker,
+    woken: usize,
+    resume: usize,
+}
 
 impl MergedEvents {
     /// The threads in the order of the `out` vectors of [`Self::next_quanta`].
@@ -24,25 +53,48 @@ impl MergedEvents {
     /// order of [`Self::thread_ids`]: each event with the time [`Self::next_batch`] gives it,
     /// each thread's in its own order, until at least `max` events were appended (at a quantum
     /// boundary: a quantum is never split between calls) or the merge ends. Quanta without
-    /// events are skipped. `Ok(false)` once the merge has ended (`out` may have received
-    /// events before), and after an error.
+    /// events are skipped. `ties` receives one number per event, parallel to `out`: 0, or at a
+    /// time when a thread woke at that very time, the event's rank among all events of that
+    /// time in the global order (see the module docs). Sorting the events by (time, tie or
+    /// else thread, index in the thread) gives the global order. `Ok(false)` once the merge
+    /// has ended (`out` may have received events before), and after an error.
     ///
     /// # Panics
-    /// If `out` has fewer vectors than the trace has threads.
+    /// If `out` or `ties` has fewer vectors than the trace has threads.
     pub fn next_quanta(
         &mut self,
         slack: u64,
         max: usize,
         out: &mut [Vec<TimedEvent>],
+        ties: &mut [Vec<u32>],
     ) -> Result<bool> {
-        assert!(out.len() >= self.threads.len(), "one vector per thread");
-        let slack = slack.max(1);
+        let n = self.threads.len();
+        assert!(out.len() >= n && ties.len() >= n, "one vector per thread");
         if self.finished {
             return Ok(false);
         }
+        self.same_time_wakes = Some(Vec::new());
+        let mut wakes = Vec::new();
+        let r = self.fill_quanta(slack.max(1), max, out, ties, &mut wakes);
+        self.same_time_wakes = None;
+        if r.is_ok() {
+            rank_ties(&self.thread_ids(), out, ties, &mut wakes);
+        }
+        r
+    }
+
+    fn fill_quanta(
+        &mut self,
+        slack: u64,
+        max: usize,
+        out: &mut [Vec<TimedEvent>],
+        ties: &mut [Vec<u32>],
+        wakes: &mut Vec<Wake>,
+    ) -> Result<bool> {
         let mut added = 0usize;
         // The last quantum of this call, once the first event fixed the first one.
         let mut last: Option<u64> = None;
+        let mut releases = 0u32;
         loop {
             let i = match self.current.take() {
                 Some(i) => i,
@@ -54,6 +106,8 @@ impl MergedEvents {
                             return Ok(false);
                         }
                         if self.incomplete && self.release_waits() {
+                            self.take_wakes(Waker::Release(releases), out, wakes);
+                            releases += 1;
                             continue;
                         }
                         self.finished = true;
@@ -72,16 +126,21 @@ impl MergedEvents {
                 _ => *last.insert(quantum),
             };
             let ran = self.run_plain(i, slack, last, &mut out[i]);
+            ties[i].resize(out[i].len(), 0);
             added += ran;
             let t = &self.threads[i];
             if ran == 0 && t.clock / slack <= last {
                 // The next event is a sync event or in a chunk not decoded yet: the one-event
                 // path, taken while `i` is first in the global order (after a run, another
                 // thread may come first now).
-                match self.step(i) {
+                let at = out[i].len();
+                let stepped = self.step(i);
+                self.take_wakes(Waker::Event(i, at), out, wakes);
+                match stepped {
                     Ok(Some(e)) => {
                         self.now = self.now.max(e.time);
                         out[i].push(e);
+                        ties[i].push(0);
                         added += 1;
                     }
                     Ok(None) => {}
@@ -95,6 +154,20 @@ impl MergedEvents {
             if t.wait == Wait::Runnable {
                 self.ready.push(Reverse((t.clock, t.cursor.thread(), i)));
             }
+        }
+    }
+
+    /// Records the threads just woken at the time of the wake, by `by`.
+    fn take_wakes(&mut self, by: Waker, out: &[Vec<TimedEvent>], wakes: &mut Vec<Wake>) {
+        if let Some(w) = &mut self.same_time_wakes {
+            // A woken thread is parked until now, so its next event goes to the end of its
+            // output.
+            wakes.extend(w.drain(..).map(|(woken, time)| Wake {
+                time,
+                by,
+                woken,
+                resume: out[woken].len(),
+            }));
         }
     }
 
@@ -132,5 +205,128 @@ impl MergedEvents {
             t.clock = clock;
         }
         n
+    }
+}
+
+/// Gives every event of each time at which a thread woke at that very time its rank among
+/// that time's events in the global order (`ties`, 1-based), by replaying how the merge
+/// chooses the next thread: the ready thread with the smallest id, where a thread woken with
+/// a smaller id than the running one takes over right after the waking event.
+fn rank_ties(ids: &[ThreadId], out: &[Vec<TimedEvent>], ties: &mut [Vec<u32>], wakes: &mut [Wake]) {
+    wakes.sort_by_key(|w| w.time);
+    for same in wakes.chunk_by(|a, b| a.time == b.time) {
+        rank_time(same[0].time, ids, out, ties, same);
+    }
+}
+
+/// [`rank_ties`] for the events at time `t`, with the wakes at `t`.
+fn rank_time(
+    t: u64,
+    ids: &[ThreadId],
+    out: &[Vec<TimedEvent>],
+    ties: &mut [Vec<u32>],
+    wakes: &[Wake],
+) {
+    let n = ids.len();
+    // Each thread's events at time `t`, and where it stops: one past them, or one further
+    // when its stream ends at `t` and that end wakes a joiner.
+    let at: Vec<Range<usize>> = out
+        .iter()
+        .take(n)
+        .map(|v| v.partition_point(|e| e.time < t)..v.partition_point(|e| e.time <= t))
+        .collect();
+    let end: Vec<usize> = (0..n)
+        .map(|k| {
+            let virtual_end = wakes.iter().any(|w| w.by == Waker::Event(k, at[k].end));
+            at[k].end + usize::from(virtual_end)
+        })
+        .collect();
+    // Positions a thread waits at until its wake, how many wakes each still waits for.
+    let mut waiting: HashMap<(usize, usize), usize> = HashMap::new();
+    for w in wakes {
+        *waiting.entry((w.woken, w.resume)).or_default() += 1;
+    }
+    let mut by: HashMap<Waker, Vec<(usize, usize)>> = HashMap::new();
+    for w in wakes {
+        by.entry(w.by).or_default().push((w.woken, w.resume));
+    }
+    let mut rounds: Vec<u32> = wakes
+        .iter()
+        .filter_map(|w| match w.by {
+            Waker::Release(r) => Some(r),
+            Waker::Event(..) => None,
+        })
+        .collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let mut rounds = rounds.into_iter();
+    let mut pos: Vec<usize> = at.iter().map(|r| r.start).collect();
+    let mut ready: BinaryHeap<Reverse<(ThreadId, usize)>> = (0..n)
+        .filter(|&k| pos[k] < end[k] && !waiting.contains_key(&(k, pos[k])))
+        .map(|k| Reverse((ids[k], k)))
+        .collect();
+    // Frees the threads `woken` waited for and readies those that are at that position.
+    let release = |woken: &[(usize, usize)],
+                   waiting: &mut HashMap<(usize, usize), usize>,
+                   pos: &[usize],
+                   ready: &mut BinaryHeap<Reverse<(ThreadId, usize)>>| {
+        for &(j, resume) in woken {
+            if let Some(c) = waiting.get_mut(&(j, resume)) {
+                *c -= 1;
+                if *c == 0 {
+                    waiting.remove(&(j, resume));
+                    if pos[j] == resume && resume < end[j] {
+                        ready.push(Reverse((ids[j], j)));
+                    }
+                }
+            }
+        }
+    };
+    let mut current: Option<usize> = None;
+    let mut rank = 0u32;
+    loop {
+        let x = match current.take() {
+            Some(x) if ready.peek().is_none_or(|Reverse(m)| (ids[x], x) < *m) => x,
+            c => {
+                if let Some(x) = c {
+                    ready.push(Reverse((ids[x], x)));
+                }
+                match ready.pop() {
+                    Some(Reverse((_, x))) => x,
+                    None => match rounds.next() {
+                        Some(r) => {
+                            if let Some(woken) = by.get(&Waker::Release(r)) {
+                                release(woken, &mut waiting, &pos, &mut ready);
+                            }
+                            continue;
+                        }
+                        None => break,
+                    },
+                }
+            }
+        };
+        let p = pos[x];
+        if p < at[x].end {
+            rank += 1;
+            ties[x][p] = rank;
+        }
+        pos[x] += 1;
+        if let Some(woken) = by.get(&Waker::Event(x, p)) {
+            release(woken, &mut waiting, &pos, &mut ready);
+        }
+        if pos[x] < end[x] && !waiting.contains_key(&(x, pos[x])) {
+            current = Some(x);
+        }
+    }
+    // Every event of the time has its rank when the wakes are consistent; rank any left
+    // over after the others, by thread, so the key stays a total order.
+    for (k, left) in at.iter().enumerate() {
+        for tie in &mut ties[k][pos[k].min(left.end)..left.end] {
+            if *tie == 0 {
+                debug_assert!(false, "an event of slot {k} at time {t} not reached");
+                rank += 1;
+                *tie = rank;
+            }
+        }
     }
 }

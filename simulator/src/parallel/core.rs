@@ -25,7 +25,7 @@ use crate::model::Inclusion;
 use crate::shadow::{Presence, NO_TAG};
 
 use super::ledger::{diff, Delta};
-use super::order::{for_each_in_order, Seq};
+use super::order::{for_each_in_order, Seq, ThreadStream};
 use super::{Geometry, Unit};
 
 /// What a core needs from the weave.
@@ -150,7 +150,7 @@ impl CoreSim {
     /// The bound phase: simulates this core's events of a quantum, `threads` (each of its
     /// threads' events, in order), in the global order. `tracked` holds the lines whose
     /// written bytes the weave records (read only while the workers run).
-    pub fn bound(&mut self, threads: &[&[TimedEvent]], tracked: &FxHashMap<u64, Box<[u64]>>) {
+    pub fn bound(&mut self, threads: &[ThreadStream<'_>], tracked: &FxHashMap<u64, Box<[u64]>>) {
         for_each_in_order(threads, |seq, e| {
             if self.logging {
                 self.before.clone_from(&self.paths);

@@ -11,9 +11,7 @@
 //! equal the exact engine's timeline because the engines charge the same bytes to the same
 //! event (`tests/parallel_bandwidth.rs` compares whole bandwidth reports).
 
-use cachescope_schema::TimedEvent;
-
-use super::order::{for_each_in_order, Seq};
+use super::order::{for_each_in_order, Seq, ThreadStream};
 
 use crate::bandwidth::{BandwidthReport, BandwidthTimeline, PathByteSource};
 use crate::counters::PathBytes;
@@ -111,7 +109,7 @@ impl Observer {
     /// the logs of the deltas its events caused (emptied).
     pub fn quantum<'a>(
         &mut self,
-        threads: &[&[TimedEvent]],
+        threads: &[ThreadStream<'_>],
         logs: impl IntoIterator<Item = &'a mut Vec<Delta>>,
     ) {
         self.deltas.clear();

@@ -86,7 +86,8 @@ use crate::thread_index::ThreadIndex;
 use self::core::{for_each_line, CoreSim};
 use self::footprint::Footprint;
 use self::ledger::Observer;
-use self::order::{for_each_in_order, split_by_thread};
+use self::order::for_each_in_order;
+pub use self::order::{threads_apart, ThreadEvents, ThreadStream};
 use self::shared_class::SharedClassifier;
 use self::weave::Weave;
 
@@ -166,7 +167,7 @@ pub(crate) struct Geometry {
 /// The events of one call of [`ParallelEngine::run_threads`]: each placed thread's, and which
 /// of them run on each core.
 struct Input<'a> {
-    placed: &'a [&'a [TimedEvent]],
+    placed: &'a [ThreadStream<'a>],
     /// Per core, indices into `placed`.
     of_core: &'a [Vec<usize>],
 }
@@ -179,16 +180,16 @@ impl<'a> Input<'a> {
             .placed
             .iter()
             .zip(pos)
-            .filter_map(|(events, &p)| events.get(p))
+            .filter_map(|(s, &p)| s.events.get(p))
             .map(|e| e.time / slack)
             .min()?;
         Some(
             self.placed
                 .iter()
                 .zip(pos)
-                .map(|(events, &p)| {
+                .map(|(s, &p)| {
                     // A thread's times never decrease.
-                    let len = events[p..].partition_point(|e| e.time / slack <= q);
+                    let len = s.events[p..].partition_point(|e| e.time / slack <= q);
                     // Events are numbered per thread and quantum by a u32 (`Seq`); 2^32 events
                     // of one thread in one quantum would take over 100 GiB of memory first.
                     assert!(
@@ -202,20 +203,29 @@ impl<'a> Input<'a> {
     }
 
     /// Every placed thread's events of the quantum `r`.
-    fn slices(&self, r: &[Range<usize>]) -> Vec<&'a [TimedEvent]> {
+    fn slices(&self, r: &[Range<usize>]) -> Vec<ThreadStream<'a>> {
         self.placed
             .iter()
             .zip(r)
-            .map(|(events, r)| &events[r.clone()])
+            .map(|(s, r)| sub_stream(s, r.clone()))
             .collect()
     }
 
     /// Core `c`'s threads' events of the quantum `r`.
-    fn core_slices(&self, c: usize, r: &[Range<usize>]) -> Vec<&'a [TimedEvent]> {
+    fn core_slices(&self, c: usize, r: &[Range<usize>]) -> Vec<ThreadStream<'a>> {
         self.of_core[c]
             .iter()
-            .map(|&i| &self.placed[i][r[i].clone()])
+            .map(|&i| sub_stream(&self.placed[i], r[i].clone()))
             .collect()
+    }
+}
+
+/// Events `r` of `s`, with their ties.
+fn sub_stream<'a>(s: &ThreadStream<'a>, r: Range<usize>) -> ThreadStream<'a> {
+    ThreadStream {
+        thread: s.thread,
+        events: &s.events[r.clone()],
+        ties: s.ties.get(r).unwrap_or_default(),
     }
 }
 
@@ -459,23 +469,22 @@ impl ParallelEngine {
     /// in memory. Calls may follow one another (each ends with a complete quantum if the next
     /// one starts a new quantum).
     pub fn run_slice(&mut self, events: &[TimedEvent]) {
-        let threads = split_by_thread(events);
-        let streams: Vec<(ThreadId, &[TimedEvent])> =
-            threads.iter().map(|(t, v)| (*t, v.as_slice())).collect();
+        let threads = threads_apart(events);
+        let streams: Vec<ThreadStream<'_>> = threads.iter().map(ThreadEvents::stream).collect();
         self.run_threads(&streams);
     }
 
-    /// Simulates each thread's events, `(thread, its events in order with their global
-    /// times)` (as from `MergedEvents::next_quanta`; events of threads the placement does not
-    /// name are ignored). Calls may follow one another, as for [`Self::run_slice`].
-    pub fn run_threads(&mut self, streams: &[(ThreadId, &[TimedEvent])]) {
+    /// Simulates each thread's events with their global times and ties (as from
+    /// `MergedEvents::next_quanta`, or [`threads_apart`]; events of threads the placement
+    /// does not name are ignored). Calls may follow one another, as for [`Self::run_slice`].
+    pub fn run_threads(&mut self, streams: &[ThreadStream<'_>]) {
         // The placed threads' events, and each core's threads among them.
-        let mut placed: Vec<&[TimedEvent]> = Vec::new();
+        let mut placed: Vec<ThreadStream<'_>> = Vec::new();
         let mut of_core: Vec<Vec<usize>> = vec![Vec::new(); self.cores.len()];
-        for &(t, events) in streams {
-            if let Some(c) = self.table.get(t) {
+        for s in streams {
+            if let Some(c) = self.table.get(s.thread) {
                 of_core[c].push(placed.len());
-                placed.push(events);
+                placed.push(*s);
             }
         }
         let input = Input {
@@ -617,7 +626,7 @@ impl ParallelEngine {
 
     /// Simulates one quantum (each thread's events) in the global order, weaving each
     /// event's requests before the next event: the exact engine's order, on one thread.
-    fn lockstep(&self, threads: &[&[TimedEvent]]) {
+    fn lockstep(&self, threads: &[ThreadStream<'_>]) {
         let mut weave = self.weave.write().unwrap_or_else(PoisonError::into_inner);
         let mut guards: Vec<MutexGuard<'_, CoreSim>> = self.cores.iter().map(|m| lock(m)).collect();
         let mut cores: Vec<&mut CoreSim> = guards.iter_mut().map(|g| &mut **g).collect();
@@ -694,8 +703,8 @@ impl ParallelEngine {
                 let mut mine: Vec<&mut Footprint> = guards.iter_mut().map(|g| &mut **g).collect();
                 for (f, c) in mine.iter_mut().zip(cores) {
                     f.clear();
-                    for events in input.core_slices(c, r) {
-                        for e in events {
+                    for s in input.core_slices(c, r) {
+                        for e in s.events {
                             f.add(e, &self.geo);
                         }
                     }
@@ -712,7 +721,7 @@ impl ParallelEngine {
 
     /// Feeds the quantum just simulated (each thread's events) to the bandwidth timeline, if
     /// enabled.
-    fn observe(&self, threads: &[&[TimedEvent]]) {
+    fn observe(&self, threads: &[ThreadStream<'_>]) {
         let Some(observer) = &self.observer else {
             return;
         };
