@@ -91,8 +91,8 @@ pub use self::order::{threads_apart, ThreadEvents, ThreadStream};
 use self::shared_class::SharedClassifier;
 use self::weave::Weave;
 
-/// Phases of a quantum run by every host thread (see [`ParallelEngine::run_slice`]): find
-/// each core's events and lines.
+/// Phases of a quantum run by every host thread (see [`ParallelEngine::run_threads`]): find
+/// the lines each core's threads' events touch.
 const SCAN: u8 = 0;
 /// The same for the next quantum, by host threads 1.. while host thread 0 weaves.
 const SCAN_AHEAD: u8 = 1;

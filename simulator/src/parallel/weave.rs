@@ -177,6 +177,9 @@ impl Weave {
     fn take_lost_misses(&mut self, cores: &mut [&mut CoreSim]) {
         self.lost_misses.resize_with(cores.len(), Default::default);
         for (core, (list, used)) in cores.iter_mut().zip(&mut self.lost_misses) {
+            // Every miss on a lost line was applied (lockstep takes the lists after each
+            // access, when the other cores' lists are empty).
+            debug_assert_eq!(*used, list.len(), "lost-line misses left unapplied");
             list.clear();
             std::mem::swap(list, &mut core.lost_misses);
             *used = 0;
