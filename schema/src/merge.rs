@@ -411,22 +411,33 @@ impl MergedEvents {
         )
     }
 
+    /// The thread first in the global order (taken out of `current` or the ready heap).
+    /// When none is ready, the waits of an incomplete trace are released (`on_release` runs
+    /// after each release); `Ok(None)` once every thread is done, a deadlock error when some
+    /// thread can never continue.
+    fn first_thread(&mut self, mut on_release: impl FnMut(&mut Self)) -> Result<Option<usize>> {
+        loop {
+            if let Some(i) = self.current.take() {
+                return Ok(Some(i));
+            }
+            if let Some(Reverse((_, _, i))) = self.ready.pop() {
+                return Ok(Some(i));
+            }
+            if self.threads.iter().all(|t| t.wait == Wait::Done) {
+                return Ok(None);
+            }
+            if self.incomplete && self.release_waits() {
+                on_release(self);
+                continue;
+            }
+            return Err(self.deadlock());
+        }
+    }
+
     fn next_inner(&mut self) -> Result<Option<TimedEvent>> {
         loop {
-            let i = match self.current.take() {
-                Some(i) => i,
-                None => match self.ready.pop() {
-                    Some(Reverse((_, _, i))) => i,
-                    None => {
-                        if self.threads.iter().all(|t| t.wait == Wait::Done) {
-                            return Ok(None);
-                        }
-                        if self.incomplete && self.release_waits() {
-                            continue;
-                        }
-                        return Err(self.deadlock());
-                    }
-                },
+            let Some(i) = self.first_thread(|_| {})? else {
+                return Ok(None);
             };
             let out = self.step(i)?;
             let t = &self.threads[i];
@@ -464,27 +475,18 @@ impl MergedEvents {
                 let waiting = self.ready.peek().map(|Reverse(k)| *k);
                 let t = &mut self.threads[i];
                 let tid = t.cursor.thread();
-                let mut clock = t.clock;
-                let mut n = 0;
-                let mut overtaken = false;
-                for &event in t.cursor.pending().iter().take(max - out.len()) {
-                    let next_clock = match event {
-                        Event::Access(_) => clock.saturating_add(self.access_cost),
-                        Event::Advance { units, .. } => clock.saturating_add(units),
-                        _ => break,
-                    };
-                    out.push(TimedEvent {
-                        time: clock,
-                        thread: tid,
-                        event,
-                    });
-                    clock = next_clock;
-                    n += 1;
-                    if waiting.is_some_and(|min| min < (clock, tid, i)) {
-                        overtaken = true;
-                        break;
-                    }
-                }
+                // `i` comes first now; after each event, until another thread does.
+                let overtakes = |clock: u64| waiting.is_some_and(|min| min < (clock, tid, i));
+                let (n, clock) = copy_plain(
+                    t.cursor.pending(),
+                    tid,
+                    t.clock,
+                    self.access_cost,
+                    max - out.len(),
+                    out,
+                    |clock| !overtakes(clock),
+                );
+                let overtaken = overtakes(clock);
                 if n > 0 {
                     t.cursor.skip(n);
                     t.clock = clock;
@@ -504,6 +506,41 @@ impl MergedEvents {
         }
         Ok(true)
     }
+}
+
+/// Copies the plain events (accesses and time advances) at the start of `pending`, at most
+/// `limit`, to `out` with their times from `clock` on, while `go` holds for the clock before
+/// each (the first is always taken); stops at any other event. Returns how many were copied
+/// and the clock after them. Between sync events a thread's clock depends on its own events
+/// alone, so such a run needs no look at the other threads.
+pub(super) fn copy_plain(
+    pending: &[Event],
+    thread: ThreadId,
+    mut clock: u64,
+    access_cost: u64,
+    limit: usize,
+    out: &mut Vec<TimedEvent>,
+    mut go: impl FnMut(u64) -> bool,
+) -> (usize, u64) {
+    let mut n = 0;
+    for &event in pending.iter().take(limit) {
+        if n > 0 && !go(clock) {
+            break;
+        }
+        let next = match event {
+            Event::Access(_) => clock.saturating_add(access_cost),
+            Event::Advance { units, .. } => clock.saturating_add(units),
+            _ => break,
+        };
+        out.push(TimedEvent {
+            time: clock,
+            thread,
+            event,
+        });
+        clock = next;
+        n += 1;
+    }
+    (n, clock)
 }
 
 impl Iterator for MergedEvents {

@@ -19,9 +19,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::ops::Range;
 
-use super::{MergedEvents, TimedEvent, Wait};
+use super::{copy_plain, MergedEvents, TimedEvent, Wait};
 use crate::error::Result;
-use crate::event::{Event, ThreadId};
+use crate::event::ThreadId;
 
 /// What woke a thread at the very time of the wake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,24 +96,20 @@ impl MergedEvents {
         let mut last: Option<u64> = None;
         let mut releases = 0u32;
         loop {
-            let i = match self.current.take() {
-                Some(i) => i,
-                None => match self.ready.pop() {
-                    Some(Reverse((_, _, i))) => i,
-                    None => {
-                        if self.threads.iter().all(|t| t.wait == Wait::Done) {
-                            self.finished = true;
-                            return Ok(false);
-                        }
-                        if self.incomplete && self.release_waits() {
-                            self.take_wakes(Waker::Release(releases), out, wakes);
-                            releases += 1;
-                            continue;
-                        }
-                        self.finished = true;
-                        return Err(self.deadlock());
-                    }
-                },
+            let first = self.first_thread(|m| {
+                m.take_wakes(Waker::Release(releases), out, wakes);
+                releases += 1;
+            });
+            let i = match first {
+                Ok(Some(i)) => i,
+                Ok(None) => {
+                    self.finished = true;
+                    return Ok(false);
+                }
+                Err(e) => {
+                    self.finished = true;
+                    return Err(e);
+                }
             };
             // `i` is first in the global order: every event left is at its clock or later.
             let quantum = self.threads[i].clock / slack;
@@ -176,26 +172,19 @@ impl MergedEvents {
     /// how many.
     fn run_plain(&mut self, i: usize, slack: u64, last: u64, out: &mut Vec<TimedEvent>) -> usize {
         let t = &mut self.threads[i];
-        let tid = t.cursor.thread();
-        let mut clock = t.clock;
-        let mut n = 0;
-        for &event in t.cursor.pending() {
-            if clock / slack > last {
-                break;
-            }
-            let next = match event {
-                Event::Access(_) => clock.saturating_add(self.access_cost),
-                Event::Advance { units, .. } => clock.saturating_add(units),
-                _ => break,
-            };
-            out.push(TimedEvent {
-                time: clock,
-                thread: tid,
-                event,
-            });
-            clock = next;
-            n += 1;
+        let in_window = |clock: u64| clock / slack <= last;
+        if !in_window(t.clock) {
+            return 0;
         }
+        let (n, clock) = copy_plain(
+            t.cursor.pending(),
+            t.cursor.thread(),
+            t.clock,
+            self.access_cost,
+            usize::MAX,
+            out,
+            in_window,
+        );
         if n > 0 {
             t.cursor.skip(n);
             // The time of the last event appended (the clock before it).
