@@ -43,16 +43,6 @@ fn parallel(t: &TraceFile, m: &MachineModel, slack: u64, threads: usize) -> SimR
     .unwrap()
 }
 
-/// The report as JSON with the engine-specific fields removed.
-fn counters_json(r: &SimReport) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let o = v.as_object_mut().unwrap();
-    o.remove("engine");
-    o.remove("slack");
-    o.remove("quanta");
-    v
-}
-
 /// The paths at which two JSON values differ (for readable failures).
 fn json_diff(a: &serde_json::Value, b: &serde_json::Value, at: &str, out: &mut Vec<String>) {
     use serde_json::Value;
@@ -163,8 +153,8 @@ fn smallest_slack_equals_exact_without_same_time_sharing() {
         let e = exact(&t, &m);
         let par = parallel(&t, &m, 1, 2);
         assert_eq!(
-            counters_json(&e),
-            counters_json(&par),
+            common::counters_json(&e),
+            common::counters_json(&par),
             "{:?} {} threads: slack 1 differs from the exact engine",
             p.workload,
             p.threads
@@ -183,7 +173,10 @@ fn smallest_slack_equals_exact_with_coherence_misses() {
     let e = exact(&t, &m);
     let coh = e.levels[0].counters.misses.coherence_true;
     assert!(coh > 100, "the trace must have coherence misses ({coh})");
-    assert_eq!(counters_json(&e), counters_json(&parallel(&t, &m, 1, 2)));
+    assert_eq!(
+        common::counters_json(&e),
+        common::counters_json(&parallel(&t, &m, 1, 2))
+    );
 }
 
 #[test]
@@ -196,7 +189,11 @@ fn any_slack_equals_exact_on_same_time_sharing() {
     assert!(e.levels[0].counters.misses.coherence_false > 500);
     for slack in [1, 7, DEFAULT_SLACK, u64::MAX] {
         let p = parallel(&t, &m, slack, 2);
-        assert_eq!(counters_json(&e), counters_json(&p), "slack {slack}");
+        assert_eq!(
+            common::counters_json(&e),
+            common::counters_json(&p),
+            "slack {slack}"
+        );
         let q = p.quanta.unwrap();
         assert!(
             q.lockstep > 0 && q.lockstep <= q.total,
@@ -252,7 +249,11 @@ fn an_exclusive_grant_does_not_outlive_the_copy_it_was_for() {
         // lockstep — where core 0's own copy says whether it needs the upgrade.
         let q = p.quanta.unwrap();
         assert_eq!((q.total, q.lockstep), (2, 1));
-        assert_eq!(counters_json(&e), counters_json(&p), "{host} host threads");
+        assert_eq!(
+            common::counters_json(&e),
+            common::counters_json(&p),
+            "{host} host threads"
+        );
     }
 }
 
@@ -268,7 +269,12 @@ fn default_slack_equals_exact_on_synthetic_traces() {
         let (_d, t) = trace(&p);
         let e = exact(&t, &m);
         let par = parallel(&t, &m, DEFAULT_SLACK, 2);
-        assert_eq!(counters_json(&e), counters_json(&par), "{:?}", p.workload);
+        assert_eq!(
+            common::counters_json(&e),
+            common::counters_json(&par),
+            "{:?}",
+            p.workload
+        );
     }
 }
 
@@ -395,8 +401,8 @@ fn recorded_traces_equal_exact() {
         assert!(e.levels[0].counters.misses.total() > min_misses, "{name}");
         for slack in [1, 100, DEFAULT_SLACK, 100_000] {
             assert_eq!(
-                counters_json(&e),
-                counters_json(&parallel(&t, &m, slack, 2)),
+                common::counters_json(&e),
+                common::counters_json(&parallel(&t, &m, slack, 2)),
                 "{name} slack {slack}"
             );
         }
@@ -447,7 +453,7 @@ proptest! {
         let mut p = ParallelEngine::new(&m, &placement, TimeUnit::Events, cfg).unwrap();
         p.run_slice(&events);
         let mut diff = Vec::new();
-        json_diff(&counters_json(&e.report()), &counters_json(&p.report()), "", &mut diff);
+        json_diff(&common::counters_json(&e.report()), &common::counters_json(&p.report()), "", &mut diff);
         prop_assert!(diff.is_empty(), "exact vs parallel: {:?}", diff);
     }
 }

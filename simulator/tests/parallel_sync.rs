@@ -3,7 +3,6 @@
 //! the global order at such a time is not by thread id, and the engine must follow it.
 
 use cachescope_schema::{AccessKind, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter};
-use cachescope_sim::counters::SimReport;
 use cachescope_sim::{simulate_exact, simulate_parallel, ParallelConfig, ThreadMapping};
 use proptest::prelude::*;
 #[allow(dead_code)] // shared with other test files
@@ -101,16 +100,6 @@ fn access(store: bool, slot: u64) -> Event {
     Event::Access(common::acc(kind, 0x10000 + 8 * slot, 8))
 }
 
-/// The report as JSON without the engine-specific fields.
-fn counters(r: &SimReport) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let o = v.as_object_mut().unwrap();
-    o.remove("engine");
-    o.remove("slack");
-    o.remove("quanta");
-    v
-}
-
 fn op() -> impl Strategy<Value = Op> {
     let acc = (any::<bool>(), 0u64..48);
     prop_oneof![
@@ -137,8 +126,8 @@ fn a_lock_handed_over_at_the_same_time_keeps_the_global_order() {
             let cfg = ParallelConfig { slack, threads };
             let p = simulate_parallel(&t, &m, &ThreadMapping::OneToOne, cfg).unwrap();
             assert_eq!(
-                counters(&exact),
-                counters(&p),
+                common::counters_json(&exact),
+                common::counters_json(&p),
                 "slack {slack}, {threads} host threads"
             );
         }
@@ -176,6 +165,6 @@ proptest! {
         let exact = simulate_exact(&t, &m, &ThreadMapping::RoundRobin).unwrap();
         let cfg = ParallelConfig { slack, threads: host };
         let p = simulate_parallel(&t, &m, &ThreadMapping::RoundRobin, cfg).unwrap();
-        prop_assert_eq!(counters(&exact), counters(&p));
+        prop_assert_eq!(common::counters_json(&exact), common::counters_json(&p));
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use cachescope_schema::{Access, AccessKind, TimeUnit};
+use cachescope_sim::counters::SimReport;
 use cachescope_sim::{ExactEngine, MachineModel};
 
 /// A 64-byte-line model with `cores` cores, coherence `protocol` and the given `[[levels]]`.
@@ -94,3 +95,14 @@ assoc = 3
 shared = true
 "#,
 ];
+
+/// A report as JSON without the engine-specific fields (engine, slack, quanta), for comparing
+/// the parallel engine's counters with the exact engine's.
+pub fn counters_json(r: &SimReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("engine");
+    o.remove("slack");
+    o.remove("quanta");
+    v
+}
