@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo run --release -p cachescope-benches --example parallel_probe`; with `ALL=1` each
 //! run's time goes to stderr too (exact engine, then 1 and 2 host threads, REPS each).
+//! `ONLY=exact`, `ONLY=1` or `ONLY=2` runs just that one (for profiling one engine).
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -46,23 +47,30 @@ fn main() {
             })
             .fold(f64::MAX, f64::min)
     };
-    let exact = time(&mut || {
-        let mut e = ExactEngine::new(&model, &placement, unit);
-        for ev in &events {
-            e.process(ev);
-        }
-        std::hint::black_box(e.report());
-    });
-    println!(
-        "exact: {exact:.3} s, {:.2} M acc/s",
-        acc as f64 / exact / 1e6
-    );
+    let only = std::env::var("ONLY").ok();
+    let runs = |what: &str| only.as_deref().is_none_or(|o| o == what);
+    if runs("exact") {
+        let exact = time(&mut || {
+            let mut e = ExactEngine::new(&model, &placement, unit);
+            for ev in &events {
+                e.process(ev);
+            }
+            std::hint::black_box(e.report());
+        });
+        println!(
+            "exact: {exact:.3} s, {:.2} M acc/s",
+            acc as f64 / exact / 1e6
+        );
+    }
     // Each thread's events apart, as the engine takes them (outside the timed runs).
     let threads = cachescope_sim::parallel::threads_apart(&events);
     let streams: Vec<cachescope_sim::parallel::ThreadStream<'_>> =
         threads.iter().map(|t| t.stream()).collect();
     let mut one = 0.0;
     for threads in [1usize, 2] {
+        if !runs(&threads.to_string()) {
+            continue;
+        }
         let cfg = ParallelConfig { slack, threads };
         let mut quanta = None;
         let s = time(&mut || {
