@@ -10,6 +10,8 @@ use serde::Serialize;
 
 use crate::partial::Partial;
 
+pub use cachescope_analysis::numbers::thousands;
+
 /// Writes `text` to stdout. `print!` panics when stdout fails (a full disk, a closed pipe);
 /// this returns the error instead, so the command exits 2 with a message.
 pub fn print(text: impl std::fmt::Display) -> Result<()> {
@@ -40,40 +42,108 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A symbolic link's target is replaced, not the link. Something that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a pipe) cannot be replaced: `write` writes to it directly.
 pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return write(path);
+    match Pending::new(path, write)? {
+        Some(p) => p.commit(),
+        None => Ok(()),
     }
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let dir = parent_dir(&target);
-    if !dir.is_dir() {
-        bail!(
-            "writing {}: {} is not a directory",
-            path.display(),
-            dir.display()
-        );
+}
+
+/// Writes several files, all or none: every file is written to its temporary file first,
+/// and only when all of them are complete are they renamed into place, so a failure (a
+/// missing directory, a full disk, a trace given as an output) leaves every previous file
+/// as it was. Refuses to replace a trace, and to write two outputs to one file.
+pub fn write_files(files: &[(&Path, &[u8])]) -> Result<()> {
+    for (i, (path, _)) in files.iter().enumerate() {
+        refuse_to_replace_a_trace(path)?;
+        if files[..i].iter().any(|(p, _)| same_file(p, path)) {
+            bail!("{} is given for two outputs", path.display());
+        }
     }
-    // Removed on Ctrl-C or SIGTERM too, which skip `tmp`'s destructor.
-    let (_partial, tmp) = Partial::create(|| {
-        tempfile::Builder::new()
-            .prefix(".cachescope-")
-            .suffix(".partial")
-            .tempfile_in(dir)
-    })
-    .with_context(|| format!("writing {}", path.display()))?;
-    write(tmp.path())?;
-    // A temporary file is private (0600); the result gets the permissions of the file it
-    // replaces, or those of an ordinary new file.
-    let mode = std::fs::metadata(&target).map_or(0o644, |m| m.permissions().mode());
-    std::fs::File::open(tmp.path())
-        .and_then(|f| {
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-            f.sync_all()
+    let mut pending = Vec::new();
+    for (path, bytes) in files {
+        let write = |tmp: &Path| {
+            std::fs::write(tmp, bytes).with_context(|| format!("writing {}", path.display()))
+        };
+        if let Some(p) = Pending::new(path, write)? {
+            pending.push(p);
+        }
+    }
+    pending.into_iter().try_for_each(Pending::commit)
+}
+
+/// Whether two output paths name one file (the same path, or an existing file under two
+/// names).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    a == b || canonical(a).is_some_and(|c| Some(c) == canonical(b))
+}
+
+/// A complete temporary file waiting to be renamed over its target.
+struct Pending {
+    // Dropped after `tmp` (fields drop in order): the registration outlives the file.
+    tmp: tempfile::NamedTempFile,
+    _partial: Partial,
+    path: std::path::PathBuf,
+    target: std::path::PathBuf,
+}
+
+impl Pending {
+    /// Writes the temporary file for `path` with `write`; `None` when `path` is not a
+    /// regular file (a device or a pipe), which `write` then wrote directly.
+    fn new(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<Option<Pending>> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            write(path)?;
+            return Ok(None);
+        }
+        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = parent_dir(&target);
+        if !dir.is_dir() {
+            let why = if dir.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            bail!("writing {}: {} {why}", path.display(), dir.display());
+        }
+        // Removed on Ctrl-C or SIGTERM too, which skip `tmp`'s destructor.
+        let (partial, tmp) = Partial::create(|| {
+            tempfile::Builder::new()
+                .prefix(".cachescope-")
+                .suffix(".partial")
+                .tempfile_in(dir)
         })
         .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(&target)
-        .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+        write(tmp.path())?;
+        // A temporary file is private (0600); the result gets the permissions of the file it
+        // replaces, or those of an ordinary new file.
+        let mode = std::fs::metadata(&target).map_or(0o644, |m| m.permissions().mode());
+        std::fs::File::open(tmp.path())
+            .and_then(|f| {
+                f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                f.sync_all()
+            })
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(Some(Pending {
+            tmp,
+            _partial: partial,
+            path: path.to_path_buf(),
+            target,
+        }))
+    }
+
+    /// Renames the temporary file over the target.
+    fn commit(self) -> Result<()> {
+        let Pending {
+            tmp,
+            _partial,
+            path,
+            target,
+        } = self;
+        tmp.persist(&target)
+            .map_err(|e| e.error)
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
 }
 
 /// The directory `path` is in (`.` for a bare file name).
@@ -120,29 +190,8 @@ pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {
     }
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn thousands() {
-        assert_eq!(super::thousands(0), "0");
-        assert_eq!(super::thousands(999), "999");
-        assert_eq!(super::thousands(1000), "1,000");
-        assert_eq!(super::thousands(1234567), "1,234,567");
-    }
-
     #[test]
     fn write_file_replaces_whole_files_and_never_a_trace() {
         let dir = tempfile::tempdir().expect("tmp");

@@ -109,7 +109,7 @@ fn check_sarif(s: &Value, what: &str) {
         assert_eq!(rules[idx]["id"], rule, "{what}: ruleIndex");
         assert!(["error", "warning", "note"].contains(&res["level"].as_str().unwrap()));
         assert!(!res["message"]["text"].as_str().unwrap().is_empty());
-        let fp = res["partialFingerprints"]["cachescopeFinding/v1"]
+        let fp = res["partialFingerprints"]["cachescopeFinding/v2"]
             .as_str()
             .unwrap();
         assert_eq!(fp.len(), 16);
@@ -329,4 +329,106 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"));
+}
+
+/// Audits `trace` from `cwd` with `args`; returns the exit code, the SARIF log and stderr.
+fn audit_sarif_from(cwd: &Path, trace: &Path, args: &[&str]) -> (i32, Value, String) {
+    let sarif = cwd.join("from-cwd.sarif");
+    let o = Command::new(cachescope())
+        .current_dir(cwd)
+        .arg("audit")
+        .arg(trace)
+        .arg("--sarif")
+        .arg(&sarif)
+        .args(args)
+        .output()
+        .unwrap();
+    let log = serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    std::fs::remove_file(&sarif).unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        log,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The writer's location of the first SARIF result.
+fn first_location(log: &Value) -> &Value {
+    &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+}
+
+/// Compiles `src` for recording into `out` (as `CC="cachescope cc" make` does).
+fn build(src: &Path, out: &Path) {
+    run_ok(
+        Command::new(cachescope())
+            .args(["cc", "-O2", "-g", "-fopenmp", "-o"])
+            .arg(out)
+            .arg(src),
+    );
+}
+
+#[test]
+fn sarif_locations_and_baselines_hold_wherever_the_audit_runs_and_after_edits() {
+    ensure_shim();
+    let dir = tempfile::tempdir().unwrap();
+    // The example built from a copy of its source in a directory of its own ("the repo").
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let src = repo.join("src").join("false_sharing.c");
+    let original = std::fs::read_to_string(examples().join("false_sharing.c")).unwrap();
+    std::fs::write(&src, &original).unwrap();
+    let (exe, trace) = (dir.path().join("fs"), dir.path().join("fs.cstrace"));
+    build(&src, &exe);
+    record_bound(&trace, &exe, &["2000"]);
+    let line = original
+        .lines()
+        .position(|l| l.contains("threads 4 bytes apart"))
+        .unwrap() as u64
+        + 1;
+
+    // A relative --repo-root, from a subdirectory: still repo-relative locations.
+    let (exit, log, _) = audit_sarif_from(&repo.join("src"), &trace, &["--repo-root", ".."]);
+    assert_eq!(exit, 1);
+    let loc = first_location(&log);
+    assert_eq!(loc["artifactLocation"]["uri"], "src/false_sharing.c");
+    assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    assert_eq!(loc["region"]["startLine"], line);
+    let root_uri = log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        root_uri.starts_with("file:///") && root_uri.ends_with("/repo/"),
+        "{root_uri}"
+    );
+    // Outside the root: the result keeps a location (an absolute file URI) and stderr says
+    // why it will not show in the repository.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let (exit, log, stderr) = audit_sarif_from(&elsewhere, &trace, &[]);
+    assert_eq!(exit, 1);
+    let uri = first_location(&log)["artifactLocation"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with("/repo/src/false_sharing.c"),
+        "{uri}"
+    );
+    assert!(
+        stderr.contains("is not under the repository root"),
+        "{stderr}"
+    );
+
+    // A baseline written now still accepts the finding after lines were added above it.
+    let base = dir.path().join("baseline.txt");
+    let (exit, _, _) =
+        audit_sarif_from(&repo, &trace, &["--write-baseline", base.to_str().unwrap()]);
+    assert_eq!(exit, 1);
+    std::fs::write(&src, format!("/* a new first line */\n\n{original}")).unwrap();
+    build(&src, &exe);
+    record_bound(&trace, &exe, &["2000"]);
+    let (exit, log, stderr) =
+        audit_sarif_from(&repo, &trace, &["--baseline", base.to_str().unwrap()]);
+    assert_eq!(exit, 0, "{stderr}");
+    assert_eq!(first_location(&log)["region"]["startLine"], line + 2);
+    assert_eq!(log["runs"][0]["results"][0]["level"], "note");
 }

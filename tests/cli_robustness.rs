@@ -208,6 +208,113 @@ fn model_values_of_the_wrong_kind_name_the_setting() {
 }
 
 #[test]
+fn a_failing_audit_output_leaves_every_earlier_output_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let (sarif, json, base) = (
+        dir.path().join("a.sarif"),
+        dir.path().join("a.json"),
+        dir.path().join("base.txt"),
+    );
+    for f in [&sarif, &json, &base] {
+        std::fs::write(f, "old").unwrap();
+    }
+    let missing = dir.path().join("missing").join("x");
+    let p = |f: &Path| f.to_str().unwrap().to_owned();
+    // The failing output last, in the middle and first: nothing is replaced.
+    for args in [
+        [
+            "--write-baseline",
+            &p(&base),
+            "--json",
+            &p(&json),
+            "--sarif",
+            &p(&missing),
+        ],
+        [
+            "--write-baseline",
+            &p(&base),
+            "--json",
+            &p(&missing),
+            "--sarif",
+            &p(&sarif),
+        ],
+        [
+            "--write-baseline",
+            &p(&missing),
+            "--json",
+            &p(&json),
+            "--sarif",
+            &p(&sarif),
+        ],
+    ] {
+        let mut all = vec!["audit", ts];
+        all.extend(args.iter().copied());
+        let o = cachescope(&all);
+        assert_exit_2(&o, "does not exist");
+        for f in [&sarif, &json, &base] {
+            assert_eq!(
+                std::fs::read_to_string(f).unwrap(),
+                "old",
+                "{}",
+                f.display()
+            );
+        }
+    }
+    // One file for two outputs, and two outputs on standard output, are refused up front.
+    let o = cachescope(&["audit", ts, "--json", &p(&json), "--sarif", &p(&json)]);
+    assert_exit_2(&o, "is given for two outputs");
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "old");
+    let o = cachescope(&["audit", ts, "--json", "-", "--sarif", "-"]);
+    assert_exit_2(&o, "both write to standard output");
+    // All three written when all can be.
+    let o = cachescope(&[
+        "audit",
+        ts,
+        "--write-baseline",
+        &p(&base),
+        "--json",
+        &p(&json),
+        "--sarif",
+        &p(&sarif),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for f in [&sarif, &json, &base] {
+        assert_ne!(
+            std::fs::read_to_string(f).unwrap(),
+            "old",
+            "{}",
+            f.display()
+        );
+    }
+    assert_eq!(
+        listing(dir.path()),
+        ["a.json", "a.sarif", "base.txt", "t.cstrace"]
+    );
+}
+
+#[test]
+fn audit_baselines_may_be_upper_case_or_start_with_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let base = dir.path().join("base.txt");
+    let o = cachescope(&["audit", ts, "--write-baseline", base.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&base).unwrap();
+    assert!(!text.is_empty());
+    std::fs::write(&base, format!("\u{feff}{}", text.to_uppercase())).unwrap();
+    let o = cachescope(&["audit", ts, "--baseline", base.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("accepted by the baseline"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
 fn audit_settings_out_of_range_exit_2_instead_of_passing() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
@@ -228,6 +335,8 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
             "predict_line_sizes = [0, 48]",
             "predict_line_sizes: each must be",
         ),
+        ("predict_shift_step = 3", "predict_shift_step: must be 0"),
+        ("predict_shift_step = 512", "predict_shift_step: must be 0"),
     ] {
         std::fs::write(&cfg, setting).unwrap();
         let o = cachescope(&["audit", ts, "--config", cfg.to_str().unwrap()]);

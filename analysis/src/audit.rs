@@ -11,6 +11,7 @@ use cachescope_sim::{
 use serde::{Deserialize, Serialize};
 
 use crate::heap::HeapMap;
+use crate::numbers::thousands;
 use crate::pluto::{estimate_trace, BlockEstimate, Layout, PlutoReport, SiteKey};
 use crate::symbols::{DataObject, Symbolizer};
 
@@ -33,7 +34,8 @@ pub struct AuditConfig {
     /// Line sizes to predict with, besides the machine's.
     pub predict_line_sizes: Vec<u64>,
     /// Alignment shifts (bytes) to predict with at the machine's line size: every multiple of
-    /// this below the line size (0: no shift prediction).
+    /// this below the line size. 0 turns shift prediction off; otherwise a power of two (an
+    /// object's start moves by multiples of its alignment, which is one).
     pub predict_shift_step: u64,
     /// Whether latent findings (only under a predicted layout) fail the audit.
     pub fail_on_latent: bool,
@@ -93,6 +95,16 @@ impl AuditConfig {
                 );
             }
         }
+        let step = self.predict_shift_step;
+        if step != 0 && !(step.is_power_of_two() && step <= 256) {
+            return bad(
+                "predict_shift_step",
+                format!(
+                    "must be 0 (no shift prediction) or a power of two up to 256 (objects move \
+                     by multiples of their alignment), not {step}"
+                ),
+            );
+        }
         Ok(())
     }
 }
@@ -135,6 +147,9 @@ pub struct ObjectName {
     pub kind: &'static str,
 }
 
+/// Line offsets kept per finding (an array falsely shared all over has one per line).
+pub const MAX_OFFSETS: usize = 1024;
+
 /// One finding: a data object with false sharing.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
@@ -167,7 +182,8 @@ pub struct Finding {
     pub lines: usize,
     /// Those lines as a fraction of the object's lines (1 when the object's size is unknown).
     pub line_fraction: f64,
-    /// Byte offsets of the involved lines from the object's start (globals and heap blocks).
+    /// Byte offsets of the involved lines from the object's start (globals and heap blocks),
+    /// the first [`MAX_OFFSETS`] (`lines` counts them all).
     pub offsets: Vec<u64>,
     /// Threads involved.
     pub threads: Vec<ThreadId>,
@@ -626,7 +642,7 @@ fn finding(
         .collect();
     offsets.sort_unstable();
     offsets.dedup();
-    offsets.truncate(16);
+    offsets.truncate(MAX_OFFSETS);
     // Of the object's written lines, how many are falsely shared.
     let written = blocks.first().and_then(|b| {
         let base = object_base(b, symbols)?;
@@ -636,8 +652,27 @@ fn finding(
     let line_fraction = written
         .filter(|&n| n > 0)
         .map_or(1.0, |n| (blocks.len() as f64 / n as f64).min(1.0));
-    let suggestion = suggestion(kind, object, layout, threads.len());
-    let fingerprint = fingerprint(kind, object, writer.as_ref(), victim.as_ref());
+    let base = blocks.first().and_then(|b| object_base(b, symbols));
+    let aligned = base.map(|b| b % layout.line_size.max(1) == 0);
+    let suggestion = suggestion(
+        kind,
+        object,
+        layout,
+        threads.len(),
+        (exchanges, worst),
+        aligned,
+    );
+    let heap_site = blocks
+        .first()
+        .and_then(|b| b.heap.as_ref())
+        .and_then(|h| h.site);
+    let fingerprint = fingerprint(
+        kind,
+        object,
+        heap_site,
+        [writer.as_ref(), victim.as_ref()],
+        symbols,
+    );
     let mut f = Finding {
         kind,
         object: object.clone(),
@@ -666,42 +701,77 @@ fn finding(
     f
 }
 
-fn suggestion(kind: FindingKind, object: &ObjectName, layout: Layout, threads: usize) -> String {
+/// What to do about a finding. `exchanges` of `worst` possible coherence events move data the
+/// threads really share (the same bytes); `aligned`: whether the object started on a line
+/// boundary (of `layout`'s size) in the recording, when its start is known.
+fn suggestion(
+    kind: FindingKind,
+    object: &ObjectName,
+    layout: Layout,
+    threads: usize,
+    (exchanges, worst): (u64, u64),
+    aligned: Option<bool>,
+) -> String {
+    let line = layout.line_size;
     match kind {
-        FindingKind::FalseSharing => format!(
-            "{threads} threads write disjoint bytes of the same {}-byte lines of {}: give each \
-             thread's part its own line (pad per-thread elements to {} bytes, e.g. \
-             alignas({})), or hand out larger contiguous chunks per thread (bigger schedule \
-             chunk size)",
-            layout.line_size, object.name, layout.line_size, layout.line_size
+        // Many exchanges: the threads also write the same bytes (e.g. bits of one byte of a
+        // bit array), and padding elements would not separate them.
+        FindingKind::FalseSharing if exchanges.saturating_mul(10) >= worst.max(1) => format!(
+            "{threads} threads access the same {line}-byte lines of {}, at different bytes but \
+             also at the same ones (about {} of {} possible coherence events exchange data): \
+             padding elements cannot separate them; hand out larger contiguous chunks per \
+             thread (a bigger schedule chunk size, or a block distribution) so that each line \
+             is written by one thread",
+            object.name,
+            thousands(exchanges),
+            thousands(worst)
         ),
-        FindingKind::LatentFalseSharing => {
-            if layout.shift > 0 {
+        FindingKind::FalseSharing => format!(
+            "{threads} threads access disjoint bytes of the same {line}-byte lines of {}, at \
+             least one of them writing: give each thread's part its own line (pad per-thread \
+             elements to {line} bytes, e.g. alignas({line})), or hand out larger contiguous \
+             chunks per thread (bigger schedule chunk size)",
+            object.name
+        ),
+        FindingKind::LatentFalseSharing if layout.shift > 0 => {
+            let placement = if aligned == Some(true) {
                 format!(
-                    "no false sharing with the recorded placement, but with {} shifted by {} \
-                     bytes its per-thread parts would share {}-byte lines: align the object \
-                     (alignas({})) so the layout does not depend on where it lands",
-                    object.name, layout.shift, layout.line_size, layout.line_size
+                    " It started on a {line}-byte boundary in this recording; if that is \
+                     guaranteed (alignas({line}) or larger on the object or its type, \
+                     aligned_alloc or posix_memalign with {line} or more), no placement can \
+                     shift it and this warning can be accepted in the baseline"
                 )
             } else {
-                format!(
-                    "no false sharing with the recorded line size, but with {}-byte lines the \
-                     per-thread parts of {} share lines: pad them to {} bytes to be safe on \
-                     such machines",
-                    layout.line_size, object.name, layout.line_size
-                )
-            }
+                String::new()
+            };
+            format!(
+                "no false sharing with the recorded placement, but with {} starting {} bytes \
+                 past a line boundary its per-thread parts would share {line}-byte lines: align \
+                 the object to {line} bytes (alignas({line}), aligned_alloc) and pad per-thread \
+                 parts to whole lines, so the layout does not depend on where it lands.{placement}",
+                object.name, layout.shift
+            )
         }
+        FindingKind::LatentFalseSharing => format!(
+            "no false sharing with the recorded line size, but with {line}-byte lines the \
+             per-thread parts of {} share lines: pad them to {line} bytes to be safe on such \
+             machines",
+            object.name
+        ),
     }
 }
 
-/// A stable fingerprint: FNV-1a over kind, object name and the sites' function/file/line
-/// (never addresses, which change between runs).
+/// A stable fingerprint (FNV-1a): the kind, what the object is and each site's function,
+/// file name and source line text. Never addresses (they change between runs) and line
+/// numbers only when the source cannot be read: adding a line above a finding must not turn
+/// an accepted finding into a new one. A heap block counts by its allocation site, the same
+/// way.
 fn fingerprint(
     kind: FindingKind,
     object: &ObjectName,
-    w: Option<&Site>,
-    v: Option<&Site>,
+    heap_site: Option<CodePos>,
+    sites: [Option<&Site>; 2],
+    symbols: &mut Symbolizer,
 ) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |s: &str| {
@@ -714,12 +784,38 @@ fn fingerprint(
         FindingKind::FalseSharing => "fs",
         FindingKind::LatentFalseSharing => "latent",
     });
-    eat(&object.name);
-    for s in [w, v].into_iter().flatten() {
-        eat(s.function.as_deref().unwrap_or(""));
-        let file = s.file.as_deref().unwrap_or("");
-        eat(file.rsplit('/').next().unwrap_or(file));
-        eat(&s.line.map_or(String::new(), |l| l.to_string()));
+    let heap_loc = match (object.kind, heap_site) {
+        ("heap", Some(site)) => symbols.code_pos(site),
+        _ => None,
+    };
+    let mut code = |function: Option<&str>, file: Option<&str>, line: Option<u32>| {
+        let text = match (file, line) {
+            (Some(f), Some(l)) => symbols
+                .source_line(f, l)
+                .map_or_else(|| format!("line {l}"), |t| format!("text {t}")),
+            _ => String::new(),
+        };
+        let file = file.unwrap_or("");
+        [
+            function.unwrap_or("").to_owned(),
+            file.rsplit('/').next().unwrap_or(file).to_owned(),
+            text,
+        ]
+    };
+    let object_parts = match (object.kind, heap_loc.as_deref()) {
+        ("heap", Some(loc)) => code(loc.function.as_deref(), loc.file.as_deref(), loc.line),
+        ("unknown", _) => ["unknown".to_owned(), String::new(), String::new()],
+        _ => [object.name.clone(), String::new(), String::new()],
+    };
+    let site_parts: Vec<[String; 3]> = sites
+        .into_iter()
+        .flatten()
+        .map(|s| code(s.function.as_deref(), s.file.as_deref(), s.line))
+        .collect();
+    for part in std::iter::once(&object_parts).chain(&site_parts) {
+        for p in part {
+            eat(p);
+        }
     }
     format!("{h:016x}")
 }

@@ -11,6 +11,7 @@
 //! - [`audit`]: the false-sharing audit: findings per data object with sites, cost, latent
 //!   (predicted-layout) findings and fingerprints.
 //! - [`sarif`]: the audit as SARIF 2.1.0 for CI systems.
+//! - [`numbers`]: numbers for people (digit grouping).
 //! - [`pluto`]: worst-case false/true sharing estimates per barrier segment (thesis §4.2.2),
 //!   for any number of threads, under the recorded or a virtual cache-line layout.
 #![warn(missing_docs)]
@@ -18,6 +19,7 @@
 pub mod audit;
 pub mod bandwidth;
 pub mod heap;
+pub mod numbers;
 pub mod pluto;
 pub mod sarif;
 pub mod symbols;

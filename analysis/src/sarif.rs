@@ -3,12 +3,13 @@
 //! `%SRCROOT%`, `region.startLine`, the other thread's access as a related location, and
 //! `partialFingerprints` that do not depend on addresses.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
 use crate::audit::{AuditReport, Finding, FindingKind, Site};
-use crate::symbols::relative_path;
+use crate::symbols::{file_uri, relative_path};
 
 /// Rule id of recorded false sharing.
 pub const RULE_FALSE_SHARING: &str = "CS0001";
@@ -38,19 +39,39 @@ fn rules() -> Value {
     ])
 }
 
-fn location(site: &Site, root: &Path) -> Option<Value> {
+/// A SARIF log and the source files it could not place under the repository root.
+#[derive(Debug, Clone)]
+pub struct SarifLog {
+    /// The log.
+    pub sarif: Value,
+    /// Absolute source paths outside the root, named by absolute `file://` URIs instead (code
+    /// scanning cannot show them in the repository; the caller should say so).
+    pub outside_root: BTreeSet<String>,
+}
+
+/// The location of `site`: repo-relative against `%SRCROOT%`, or an absolute `file://` URI
+/// for a source outside the root (a result without any location makes GitHub reject the
+/// whole upload, so the location is kept and the file reported in `outside`).
+fn location(site: &Site, root: &Path, outside: &mut BTreeSet<String>) -> Option<Value> {
     let file = site.file.as_deref()?;
     let line = site.line.filter(|&l| l > 0)?;
-    let uri = relative_path(file, root)?;
+    let artifact = match relative_path(file, root) {
+        Some(uri) => json!({ "uri": uri, "uriBaseId": "%SRCROOT%" }),
+        None => {
+            let uri = file_uri(Path::new(file), false)?;
+            outside.insert(file.to_owned());
+            json!({ "uri": uri })
+        }
+    };
     Some(json!({
         "physicalLocation": {
-            "artifactLocation": { "uri": uri, "uriBaseId": "%SRCROOT%" },
+            "artifactLocation": artifact,
             "region": { "startLine": line }
         }
     }))
 }
 
-fn result(f: &Finding, root: &Path) -> Value {
+fn result(f: &Finding, root: &Path, outside: &mut BTreeSet<String>) -> Value {
     let (rule, index) = match f.kind {
         FindingKind::FalseSharing => (RULE_FALSE_SHARING, 0),
         FindingKind::LatentFalseSharing => (RULE_LATENT, 1),
@@ -81,11 +102,11 @@ fn result(f: &Finding, root: &Path) -> Value {
     text.push_str(&f.suggestion);
     let mut locations = Vec::new();
     let mut related = Vec::new();
-    if let Some(w) = f.writer.as_ref().and_then(|w| location(w, root)) {
+    if let Some(w) = f.writer.as_ref().and_then(|w| location(w, root, outside)) {
         locations.push(w);
     }
     if let Some(v) = &f.victim {
-        if let Some(mut loc) = location(v, root) {
+        if let Some(mut loc) = location(v, root, outside) {
             loc["id"] = json!(1);
             loc["message"] = json!({
                 "text": format!("thread {} {} here", v.thread, if v.store { "writes" } else { "reads" })
@@ -103,7 +124,7 @@ fn result(f: &Finding, root: &Path) -> Value {
         "level": level,
         "message": { "text": text },
         "locations": locations,
-        "partialFingerprints": { "cachescopeFinding/v1": f.fingerprint },
+        "partialFingerprints": { "cachescopeFinding/v2": f.fingerprint },
         "properties": {
             "object": f.object.name,
             "objectKind": f.object.kind,
@@ -120,26 +141,33 @@ fn result(f: &Finding, root: &Path) -> Value {
     r
 }
 
-/// The SARIF log of `report`; source paths are made relative to `repo_root`.
-pub fn to_sarif(report: &AuditReport, repo_root: &Path, version: &str) -> Value {
-    let root_uri = format!(
-        "file://{}/",
-        repo_root.display().to_string().trim_end_matches('/')
-    );
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {
-                "driver": {
-                    "name": "cachescope",
-                    "version": version,
-                    "informationUri": "https://example.invalid/cachescope",
-                    "rules": rules()
-                }
-            },
-            "originalUriBaseIds": { "%SRCROOT%": { "uri": root_uri } },
-            "results": report.findings.iter().map(|f| result(f, repo_root)).collect::<Vec<_>>()
-        }]
-    })
+/// The SARIF log of `report`; source paths are made relative to `repo_root` (absolute).
+pub fn to_sarif(report: &AuditReport, repo_root: &Path, version: &str) -> SarifLog {
+    let mut outside = BTreeSet::new();
+    let results: Vec<Value> = report
+        .findings
+        .iter()
+        .map(|f| result(f, repo_root, &mut outside))
+        .collect();
+    let mut run = json!({
+        "tool": {
+            "driver": {
+                "name": "cachescope",
+                "version": version,
+                "rules": rules()
+            }
+        },
+        "results": results
+    });
+    if let Some(root_uri) = file_uri(repo_root, true) {
+        run["originalUriBaseIds"] = json!({ "%SRCROOT%": { "uri": root_uri } });
+    }
+    SarifLog {
+        sarif: json!({
+            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+            "version": "2.1.0",
+            "runs": [run]
+        }),
+        outside_root: outside,
+    }
 }

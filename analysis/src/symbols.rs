@@ -20,6 +20,7 @@
 
 mod module;
 mod path;
+mod source;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,7 +32,8 @@ use tracing::{debug, warn};
 
 use crate::heap::{HeapBlock, HeapMap};
 use module::{DebugSearch, LoadedModule};
-pub use path::relative_path;
+pub use path::{file_uri, relative_path};
+use source::SourceLines;
 
 /// Why a module cannot be used for symbolization.
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +215,8 @@ pub struct Symbolizer {
     /// Run-time `[start, end, entry)` of every opened module's load segments, sorted; built
     /// on the first data lookup (which opens every module).
     extents: Option<Vec<(u64, u64, usize)>>,
+    /// Source files read for [`Self::source_line`].
+    sources: SourceLines,
 }
 
 impl Symbolizer {
@@ -247,6 +251,7 @@ impl Symbolizer {
             options,
             code_cache: HashMap::new(),
             extents: None,
+            sources: SourceLines::default(),
         }
     }
 
@@ -414,6 +419,12 @@ impl Symbolizer {
             return DataObject::Heap(block);
         }
         self.data(addr).unwrap_or(DataObject::Unknown)
+    }
+
+    /// The text of line `line` of source file `file` (as a [`CodeLocation`] names it), its
+    /// whitespace runs collapsed and trimmed; `None` when the file cannot be read here.
+    pub fn source_line(&mut self, file: &str, line: u32) -> Option<&str> {
+        self.sources.line(file, line)
     }
 
     /// A name for a heap block that is stable across runs (addresses are not): its

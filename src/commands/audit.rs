@@ -1,10 +1,10 @@
 //! `cachescope audit`: false sharing for CI.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cachescope_analysis::audit::{
     audit, AuditConfig, AuditMachine, AuditReport, Finding, FindingKind,
 };
@@ -13,7 +13,7 @@ use cachescope_schema::TraceFile;
 use cachescope_sim::MachineModel;
 
 use crate::cli::AuditArgs;
-use crate::output::{self, thousands, write_json};
+use crate::output::{self, thousands};
 
 /// Exit code when findings exceed the thresholds.
 const EXIT_FINDINGS: u8 = 1;
@@ -33,8 +33,18 @@ pub fn audit_machine(model: &MachineModel) -> AuditMachine {
     }
 }
 
+/// Line offsets listed per finding in the human report (the JSON has them all).
+const OFFSETS_SHOWN: usize = 16;
+
+/// Standard output as an output file name.
+const STDOUT: &str = "-";
+
 /// Runs the audit.
 pub fn run(args: &AuditArgs) -> Result<ExitCode> {
+    let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p == Path::new(STDOUT));
+    if to_stdout(&args.sarif) && to_stdout(&args.json.json) {
+        bail!("--sarif - and --json - would both write to standard output; give one a file name");
+    }
     let config: AuditConfig = match &args.config {
         Some(p) => {
             let text =
@@ -49,44 +59,66 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         None => AuditConfig::default(),
     };
     let baseline = match &args.baseline {
-        Some(p) => read_baseline(p)?,
-        None => BTreeSet::new(),
+        Some(p) => Some(read_baseline(p)?),
+        None => None,
+    };
+    let repo_root = match &args.repo_root {
+        Some(r) => absolute(r)?,
+        None => std::env::current_dir().context("current directory")?,
     };
     let model = MachineModel::load(&args.machine)?;
     let machine = audit_machine(&model);
     let trace = TraceFile::open(&args.trace)?;
     let mut report = audit(&trace, machine, Some(&model), &config)?;
-    for f in &mut report.findings {
-        if baseline.contains(&f.fingerprint) {
-            f.exceeds = false;
+    if let Some(accepted) = &baseline {
+        for f in &mut report.findings {
+            if accepted.contains(&f.fingerprint) {
+                f.exceeds = false;
+            }
         }
     }
+
+    // Every output is made before any is written, and the files are replaced together, so a
+    // failing output (a missing directory, a full disk) leaves all previous files as they were.
+    let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
+    let mut stdout = None;
     if let Some(p) = &args.write_baseline {
-        let text: String = report
-            .findings
-            .iter()
-            .map(|f| {
-                format!(
-                    "{}  # {} {}\n",
-                    f.fingerprint,
-                    kind_name(f.kind),
-                    f.object.name
-                )
-            })
-            .collect();
-        output::write_file(p, text.as_bytes())?;
+        files.push((p, baseline_text(&report).into_bytes()));
     }
     if let Some(p) = &args.sarif {
-        let root = match &args.repo_root {
-            Some(r) => r.clone(),
-            None => std::env::current_dir().context("current directory")?,
-        };
-        let log = sarif::to_sarif(&report, &root, env!("CARGO_PKG_VERSION"));
-        write_json(&log, p)?;
+        let log = sarif::to_sarif(&report, &repo_root, env!("CARGO_PKG_VERSION"));
+        for file in &log.outside_root {
+            tracing::warn!(
+                "{file} is not under the repository root {}: its SARIF location is an absolute \
+                 file URI, which code scanning cannot show in the repository (set --repo-root)",
+                repo_root.display()
+            );
+        }
+        let text = serde_json::to_string_pretty(&log.sarif)? + "\n";
+        if p == Path::new(STDOUT) {
+            stdout = Some(text);
+        } else {
+            files.push((p, text.into_bytes()));
+        }
     }
+    let human = render(&args.trace, &report, baseline.as_ref().map(BTreeSet::len));
     match &args.json.json {
-        Some(to) => write_json(&report, to)?,
-        None => output::print(render(&args.trace, &report, baseline.len()))?,
+        Some(p) => {
+            let text = serde_json::to_string_pretty(&report)? + "\n";
+            if p == Path::new(STDOUT) {
+                stdout = Some(text);
+            } else {
+                files.push((p, text.into_bytes()));
+            }
+        }
+        // SARIF on standard output: the human report goes to standard error.
+        None if stdout.is_some() => eprint!("{human}"),
+        None => stdout = Some(human),
+    }
+    let files: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    output::write_files(&files)?;
+    if let Some(text) = stdout {
+        output::print(text)?;
     }
     Ok(if report.fails() {
         ExitCode::from(EXIT_FINDINGS)
@@ -95,8 +127,40 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     })
 }
 
+/// `path` made absolute against the current directory (`.` and `..` are resolved later,
+/// lexically, as for the sources' paths).
+fn absolute(path: &Path) -> Result<PathBuf> {
+    Ok(if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .context("current directory")?
+            .join(path)
+    })
+}
+
+/// The baseline file for the report's findings: a fingerprint a line, with a comment naming
+/// the finding.
+fn baseline_text(report: &AuditReport) -> String {
+    report
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{}  # {} {}\n",
+                f.fingerprint,
+                kind_name(f.kind),
+                f.object.name
+            )
+        })
+        .collect()
+}
+
+/// The fingerprints of a baseline file (lower case; a byte-order mark, blank lines and `#`
+/// comments are skipped).
 fn read_baseline(p: &Path) -> Result<BTreeSet<String>> {
     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut out = BTreeSet::new();
     for (i, line) in text.lines().enumerate() {
         let fp = line.split('#').next().unwrap_or("").trim();
@@ -104,13 +168,13 @@ fn read_baseline(p: &Path) -> Result<BTreeSet<String>> {
             continue;
         }
         if fp.len() != 16 || !fp.bytes().all(|b| b.is_ascii_hexdigit()) {
-            anyhow::bail!(
+            bail!(
                 "{}: line {}: {fp:?} is not a finding fingerprint (16 hex digits)",
                 p.display(),
                 i + 1
             );
         }
-        out.insert(fp.to_string());
+        out.insert(fp.to_ascii_lowercase());
     }
     Ok(out)
 }
@@ -204,15 +268,29 @@ fn finding_text(n: usize, f: &Finding) -> String {
             place(w)
         );
     }
+    let shown = f.offsets.len().min(OFFSETS_SHOWN);
+    // `lines` counts every involved line; the offsets may be cut (or unknown: then none).
+    let listed = if f.offsets.is_empty() {
+        0
+    } else {
+        f.lines.max(f.offsets.len())
+    };
+    let more = match listed - shown {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
     let _ = writeln!(
         o,
-        "   threads {:?}; line offsets in the object {:?}",
-        f.threads, f.offsets
+        "   threads {:?}; line offsets in the object {:?}{more}",
+        f.threads,
+        &f.offsets[..shown]
     );
+    let per_thread = f.cost_cycles / f.threads.len().max(1) as f64;
     let _ = writeln!(
         o,
-        "   cost ~{:.3} M cycles = {:.2}% of the busiest thread's time",
+        "   cost ~{:.3} M cycles in all ({:.3} M per thread), up to {:.2}% of a thread's time",
         f.cost_cycles / 1e6,
+        per_thread / 1e6,
         f.time_share * 100.0
     );
     let _ = writeln!(o, "   fix: {}", f.suggestion);
@@ -220,17 +298,19 @@ fn finding_text(n: usize, f: &Finding) -> String {
     o
 }
 
-/// The human report.
-pub fn render(trace: &Path, r: &AuditReport, baselined: usize) -> String {
+/// The human report; `baselined`: the number of fingerprints in the baseline, if one was
+/// given.
+pub fn render(trace: &Path, r: &AuditReport, baselined: Option<usize>) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "false-sharing audit of {} ({}-byte lines, tau = {} cycles, {} barrier segments)",
+        "false-sharing audit of {} ({}-byte lines, tau = {} cycles, {} barrier segment{})",
         trace.display(),
         r.line_size,
         r.penalty_cycles,
-        r.segments
+        r.segments,
+        if r.segments == 1 { "" } else { "s" }
     );
     if r.findings.is_empty() {
         let _ = writeln!(o, "no false sharing found");
@@ -248,15 +328,44 @@ pub fn render(trace: &Path, r: &AuditReport, baselined: usize) -> String {
             t.threads
         );
     }
-    let failing = r.findings.iter().filter(|f| f.exceeds).count();
+    let count = |kind: FindingKind, exceeding: bool| {
+        r.findings
+            .iter()
+            .filter(|f| f.kind == kind && f.exceeds == exceeding)
+            .count()
+    };
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (
+            count(FindingKind::FalseSharing, true),
+            "false sharing (fails)",
+        ),
+        (
+            count(FindingKind::LatentFalseSharing, true),
+            "latent false sharing (warns)",
+        ),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    let accepted = r.findings.iter().filter(|f| !f.exceeds).count();
+    if accepted > 0 {
+        parts.push(format!("{accepted} accepted by the baseline"));
+    }
+    if parts.is_empty() {
+        parts.push("no findings".to_owned());
+    }
+    let baseline = match baselined {
+        Some(n) => format!("; baseline of {n} fingerprint(s)"),
+        None => String::new(),
+    };
     let _ = writeln!(
         o,
-        "verdict: {} ({} finding(s), {} not in the baseline ({} fingerprint(s)); a finding has \
-         >= {} events, >= {:.0}% of a thread's time and >= {:.0}% of the object's lines)",
+        "verdict: {}: {}{baseline} (a finding has >= {} events, >= {:.0}% of a thread's time \
+         and >= {:.0}% of the object's lines)",
         if r.fails() { "FAIL" } else { "pass" },
-        r.findings.len(),
-        failing,
-        baselined,
+        parts.join(", "),
         r.config.min_events,
         r.config.min_time_share * 100.0,
         r.config.min_line_fraction * 100.0

@@ -217,7 +217,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             Some(&model),
             &AuditConfig::default(),
         )?;
-        let audit_text = render_audit(&trace_path, &report, 0);
+        let audit_text = render_audit(&trace_path, &report, None);
         written.push(write_report(
             out,
             &format!("{name}.audit.txt"),

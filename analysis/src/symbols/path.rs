@@ -77,6 +77,22 @@ pub fn relative_path(file: &str, repo_root: &Path) -> Option<String> {
     Some(out)
 }
 
+/// `path` (absolute; normalized lexically like [`relative_path`]) as a `file://` URI with
+/// percent-encoded segments, ending in `/` when `dir` (a SARIF base URI must). `None` for a
+/// relative path.
+pub fn file_uri(path: &Path, dir: bool) -> Option<String> {
+    let parts = normalized(path)?;
+    let mut out = String::from("file://");
+    for segment in &parts {
+        out.push('/');
+        encode_segment(segment, &mut out);
+    }
+    if dir || parts.is_empty() {
+        out.push('/');
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +138,19 @@ mod tests {
         );
         assert_eq!(relative_path("/r/c:x.c", root).as_deref(), Some("c%3Ax.c"));
         assert_eq!(relative_path("/r/é.c", root).as_deref(), Some("%C3%A9.c"));
+    }
+
+    #[test]
+    fn file_uris() {
+        assert_eq!(
+            file_uri(Path::new("/tmp/my repo#1/./x/.."), true).as_deref(),
+            Some("file:///tmp/my%20repo%231/")
+        );
+        assert_eq!(
+            file_uri(Path::new("/usr/include/stdio.h"), false).as_deref(),
+            Some("file:///usr/include/stdio.h")
+        );
+        assert_eq!(file_uri(Path::new("/"), true).as_deref(), Some("file:///"));
+        assert_eq!(file_uri(Path::new("."), true), None);
     }
 }

@@ -1,0 +1,50 @@
+//! Source lines by file and number, for fingerprints that survive edits elsewhere in a file.
+
+use std::collections::HashMap;
+
+/// Source files read so far (or found unreadable), each read once.
+#[derive(Debug, Default)]
+pub(crate) struct SourceLines {
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl SourceLines {
+    /// Line `line` (1-based) of `file`, its whitespace runs collapsed to one space and trimmed
+    /// (re-indenting does not change it); `None` when the file cannot be read (built
+    /// elsewhere, deleted) or is shorter.
+    pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<&str> {
+        let lines = self.files.entry(file.to_owned()).or_insert_with(|| {
+            let bytes = std::fs::read(file).ok()?;
+            Some(
+                String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                    .collect(),
+            )
+        });
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        lines.as_ref()?.get(index).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_once_and_normalized() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("a.c");
+        std::fs::write(&p, "int x;\n    a[i]  +=\t1;  \n").expect("write");
+        let p = p.to_str().expect("utf-8");
+        let mut s = SourceLines::default();
+        assert_eq!(s.line(p, 2), Some("a[i] += 1;"));
+        assert_eq!(s.line(p, 1), Some("int x;"));
+        assert_eq!(s.line(p, 3), None);
+        assert_eq!(s.line(p, 0), None);
+        // Cached: a later change on disk is not seen within one run.
+        std::fs::write(p, "changed\n").expect("rewrite");
+        assert_eq!(s.line(p, 1), Some("int x;"));
+        assert_eq!(s.line("/nonexistent/b.c", 1), None);
+    }
+}
