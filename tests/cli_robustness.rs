@@ -464,3 +464,64 @@ fn an_interrupted_write_leaves_no_temporary_file_and_the_old_output() {
         );
     }
 }
+
+/// Crafted valid traces (found by fuzzing; tests/data/hostile): a heap block ending at the
+/// top of the address space, a thread clock reaching `u64::MAX`, module paths naming a device
+/// and a pipe. Each must run to an ordinary exit (no panic, no overflow in this debug build, no
+/// endless read), and a device is not read as a module.
+#[test]
+fn hostile_but_valid_traces_run_to_an_ordinary_exit() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile");
+    let run = |args: &[&str], file: &str| {
+        let path = data.join(file);
+        let mut all = args.to_vec();
+        all.push(path.to_str().unwrap());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cachescope"))
+            .args(&all)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Stdin stays open and empty: a module read from it would wait here forever.
+        let _stdin = child.stdin.take();
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+                assert!(
+                    matches!(status.code(), Some(0 | 1)),
+                    "{all:?}: {status}: {err}"
+                );
+                return err;
+            }
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("{all:?} still running after 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    run(&["audit"], "audit_heap_at_top.cst");
+    for engine in ["exact", "parallel"] {
+        run(&["bandwidth", "--engine", engine], "bandwidth_adv_max.cst");
+        run(
+            &[
+                "bandwidth",
+                "--engine",
+                engine,
+                "-W",
+                "1",
+                "--sample-period",
+                "1",
+            ],
+            "bandwidth_adv_max.cst",
+        );
+    }
+    for file in ["module_path_dev_zero.cst", "module_path_dev_stdin.cst"] {
+        let err = run(&["audit"], file);
+        assert!(err.contains("not a regular file"), "{file}: {err}");
+        run(&["bandwidth"], file);
+    }
+}

@@ -284,7 +284,7 @@ pub fn audit(
     let line = machine.line_size;
     let mut layouts = vec![Layout::recorded(line)];
     for &l in &config.predict_line_sizes {
-        if l != line && l.is_power_of_two() {
+        if l != line && l.is_power_of_two() && !layouts.contains(&Layout::recorded(l)) {
             layouts.push(Layout::recorded(l));
         }
     }
@@ -326,7 +326,13 @@ pub fn audit(
             let mut m = m.clone();
             let threads = trace.thread_ids().count() as u32;
             m.cores = m.cores.max(threads).min(cachescope_sim::model::MAX_CORES);
-            Some(simulate_exact_with_coherence(trace, &m, &ThreadMapping::OneToOne)?.1)
+            // More threads than the simulator has cores: several threads share a core.
+            let mapping = if threads > m.cores {
+                ThreadMapping::RoundRobin
+            } else {
+                ThreadMapping::OneToOne
+            };
+            Some(simulate_exact_with_coherence(trace, &m, &mapping)?.1)
         }
         None => None,
     };
@@ -647,7 +653,9 @@ fn finding(
     let written = blocks.first().and_then(|b| {
         let base = object_base(b, symbols)?;
         let size = object_size(b, symbols)?;
-        Some(report.written_in(base.wrapping_add(layout.shift), base + size + layout.shift))
+        // Saturating: a block may end at the top of the address space (hostile traces).
+        let end = base.saturating_add(size).saturating_add(layout.shift);
+        Some(report.written_in(base.wrapping_add(layout.shift), end))
     });
     let line_fraction = written
         .filter(|&n| n > 0)

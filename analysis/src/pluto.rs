@@ -128,10 +128,13 @@ pub struct PlutoReport {
 }
 
 impl PlutoReport {
-    /// Written blocks within `[start, end)`.
+    /// Written blocks within `[start, end)` (none when the range is empty or wraps).
     pub fn written_in(&self, start: u64, end: u64) -> usize {
         let line = self.layout.line_size;
         let from = start & !(line - 1);
+        if from >= end {
+            return 0;
+        }
         self.written_blocks.range(from..end).count()
     }
 }
@@ -509,6 +512,26 @@ mod tests {
         let r = est.finish(&HeapMap::new());
         assert_eq!(r.blocks[0].phi, 99);
         assert_eq!(r.blocks[0].phi_prime, 0, "{:?}", r.blocks[0]);
+    }
+
+    #[test]
+    fn blocks_at_the_top_of_the_address_space_are_counted_without_overflow() {
+        let mut est = Estimator::new(Layout {
+            line_size: 64,
+            shift: 32,
+        });
+        for _ in 0..10 {
+            est.access(0, AccessKind::Store, u64::MAX - 63, 64, None);
+            est.access(1, AccessKind::Store, u64::MAX - 7, 8, None);
+        }
+        let r = est.finish(&HeapMap::new());
+        assert!(r.total_phi_prime() > 0);
+        assert_eq!(r.written_in(u64::MAX - 63, u64::MAX), 1);
+        assert_eq!(
+            r.written_in(u64::MAX - 63, u64::MAX - 100),
+            0,
+            "an empty range"
+        );
     }
 
     #[test]

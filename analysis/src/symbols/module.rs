@@ -167,7 +167,7 @@ impl LoadedModule {
         expected: &[u8],
         search: &DebugSearch<'_>,
     ) -> Result<Self, SymbolError> {
-        let bytes = std::fs::read(path).map_err(|source| SymbolError::Read {
+        let bytes = read_regular_file(Path::new(path)).map_err(|source| SymbolError::Read {
             path: path.to_owned(),
             source,
         })?;
@@ -266,10 +266,22 @@ impl LoadedModule {
     }
 }
 
+/// Reads a module or debug file: only a regular file (a trace naming `/dev/zero` or a pipe as
+/// a module must not make the audit read forever or wait for input).
+fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    std::fs::read(path)
+}
+
 /// Reads `path` again and builds its DWARF context, refusing a file whose build-id is no
 /// longer the one seen when the module was opened (replaced in between).
 fn build_context(path: &Path, build_id: &[u8]) -> Result<Context, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let bytes = read_regular_file(path).map_err(|e| e.to_string())?;
     let file = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
     let now = file.build_id().ok().flatten().unwrap_or_default();
     if now != build_id {
@@ -336,7 +348,7 @@ fn find_debug_file(
         if candidate == Path::new(path) {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&candidate) else {
+        let Ok(bytes) = read_regular_file(&candidate) else {
             continue;
         };
         let Ok(file) = object::File::parse(&*bytes) else {

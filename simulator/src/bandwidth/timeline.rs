@@ -381,10 +381,10 @@ impl BandwidthTimeline {
     /// `units` of busy time of thread `slot` starting at `time` (inside the open window).
     fn add_busy(&mut self, slot: usize, time: u64, units: u64) {
         let w = self.cfg.window;
-        let window_end = (self.window + 1).saturating_mul(w);
+        let window_end = self.window.saturating_add(1).saturating_mul(w);
         let t = &mut self.threads[slot];
         let here = units.min(window_end.saturating_sub(time));
-        t.busy += here;
+        t.busy = t.busy.saturating_add(here);
         t.carry = t.carry.saturating_add(units - here);
     }
 
@@ -409,7 +409,7 @@ impl BandwidthTimeline {
                     .threads
                     .iter()
                     .filter(|t| t.busy > 0)
-                    .map(|t| t.carry / w + 1)
+                    .map(|t| (t.carry / w).saturating_add(1))
                     .min()
                     .unwrap_or(1)
                     .min(target - self.window);
@@ -472,14 +472,14 @@ impl BandwidthTimeline {
                 }
             }
             // Page faults stall the thread in the kernel: they add to the window's time.
-            let faults = t.faults * repeat;
+            let faults = t.faults.saturating_mul(repeat);
             let fault_units = faults as f64 * self.fault_cost.unwrap_or(0.0);
             let o = &mut t.out;
             let r = repeat as f64;
-            o.windows += repeat;
+            o.windows = o.windows.saturating_add(repeat);
             o.busy_units = o.busy_units.saturating_add(t.busy.saturating_mul(repeat));
             o.estimated_units += slowest * r + fault_units;
-            o.faults += faults;
+            o.faults = o.faults.saturating_add(faults);
             o.fault_units += fault_units;
             for (curve, &v) in o.curves.iter_mut().zip(&t.values) {
                 curve.volume = curve.volume.saturating_add(v.saturating_mul(repeat));
@@ -489,7 +489,7 @@ impl BandwidthTimeline {
                 Some((c, value)) => {
                     self.dominant_now[c] = true;
                     let d = &mut o.dominance[c];
-                    d.windows += repeat;
+                    d.windows = d.windows.saturating_add(repeat);
                     d.units += slowest * r;
                     d.added_units += (slowest - busy) * r;
                     d.curve.volume = d.curve.volume.saturating_add(value.saturating_mul(repeat));
@@ -501,7 +501,7 @@ impl BandwidthTimeline {
                         }
                     }
                 }
-                None => o.peak_units += t.busy * repeat,
+                None => o.peak_units = o.peak_units.saturating_add(t.busy.saturating_mul(repeat)),
             }
             t.segment_peak += busy * r;
             t.segment_estimated += slowest * r + fault_units;
