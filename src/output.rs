@@ -29,10 +29,7 @@ pub fn println(text: impl std::fmt::Display) -> Result<()> {
 /// Writes `bytes` to `path` as a whole (see [`replace_with`]). Refuses to replace a trace
 /// file with something else (a report path mistaken for the trace argument).
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    refuse_to_replace_a_trace(path)?;
-    replace_with(path, |tmp| {
-        std::fs::write(tmp, bytes).with_context(|| format!("writing {}", path.display()))
-    })
+    write_files(&[(path, bytes)])
 }
 
 /// Makes `path` the file that `write` writes: `write` gets a temporary file next to `path`,
@@ -179,10 +176,15 @@ pub fn write_plot(path: &Path, bytes: &[u8]) -> std::result::Result<(), String> 
     write_file(path, bytes).map_err(|e| e.root_cause().to_string())
 }
 
+/// `value` as the pretty JSON the reports are written in, with a final newline.
+pub fn json_text(value: &impl Serialize) -> Result<String> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
+}
+
 /// Writes `value` as pretty JSON to stdout (`-`) or to a file (as a whole, see
 /// [`write_file`]).
 pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)? + "\n";
+    let text = json_text(value)?;
     if to.as_os_str() == "-" {
         print(text)
     } else {

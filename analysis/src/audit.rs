@@ -649,9 +649,10 @@ fn finding(
     offsets.sort_unstable();
     offsets.dedup();
     offsets.truncate(MAX_OFFSETS);
+    let base = blocks.first().and_then(|b| object_base(b, symbols));
     // Of the object's written lines, how many are falsely shared.
     let written = blocks.first().and_then(|b| {
-        let base = object_base(b, symbols)?;
+        let base = base?;
         let size = object_size(b, symbols)?;
         // Saturating: a block may end at the top of the address space (hostile traces).
         let end = base.saturating_add(size).saturating_add(layout.shift);
@@ -660,7 +661,6 @@ fn finding(
     let line_fraction = written
         .filter(|&n| n > 0)
         .map_or(1.0, |n| (blocks.len() as f64 / n as f64).min(1.0));
-    let base = blocks.first().and_then(|b| object_base(b, symbols));
     let aligned = base.map(|b| b % layout.line_size.max(1) == 0);
     let suggestion = suggestion(
         kind,

@@ -33,7 +33,7 @@ pub fn audit_machine(model: &MachineModel) -> AuditMachine {
     }
 }
 
-/// Line offsets listed per finding in the human report (the JSON has them all).
+/// Line offsets listed per finding in the human report (the JSON has more: `MAX_OFFSETS`).
 const OFFSETS_SHOWN: usize = 16;
 
 /// Standard output as an output file name.
@@ -63,7 +63,8 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         None => None,
     };
     let repo_root = match &args.repo_root {
-        Some(r) => absolute(r)?,
+        // `.` and `..` are resolved later, lexically, as in the sources' paths.
+        Some(r) => std::path::absolute(r).context("--repo-root")?,
         None => std::env::current_dir().context("current directory")?,
     };
     let model = MachineModel::load(&args.machine)?;
@@ -80,11 +81,8 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
 
     // Every output is made before any is written, and the files are replaced together, so a
     // failing output (a missing directory, a full disk) leaves all previous files as they were.
-    let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
-    let mut stdout = None;
-    if let Some(p) = &args.write_baseline {
-        files.push((p, baseline_text(&report).into_bytes()));
-    }
+    // SARIF and JSON may go to standard output (`-`), the baseline only to a file.
+    let mut outputs: Vec<(&Path, String)> = Vec::new();
     if let Some(p) = &args.sarif {
         let log = sarif::to_sarif(&report, &repo_root, env!("CARGO_PKG_VERSION"));
         for file in &log.outside_root {
@@ -94,28 +92,26 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
                 repo_root.display()
             );
         }
-        let text = serde_json::to_string_pretty(&log.sarif)? + "\n";
-        if p == Path::new(STDOUT) {
-            stdout = Some(text);
-        } else {
-            files.push((p, text.into_bytes()));
-        }
+        outputs.push((p, output::json_text(&log.sarif)?));
     }
+    if let Some(p) = &args.json.json {
+        outputs.push((p, output::json_text(&report)?));
+    }
+    let (to_stdout, mut files): (Vec<_>, Vec<_>) = outputs
+        .into_iter()
+        .partition(|(p, _)| *p == Path::new(STDOUT));
+    if let Some(p) = &args.write_baseline {
+        files.insert(0, (p, baseline_text(&report)));
+    }
+    let mut stdout = to_stdout.into_iter().next().map(|(_, text)| text);
     let human = render(&args.trace, &report, baseline.as_ref().map(BTreeSet::len));
-    match &args.json.json {
-        Some(p) => {
-            let text = serde_json::to_string_pretty(&report)? + "\n";
-            if p == Path::new(STDOUT) {
-                stdout = Some(text);
-            } else {
-                files.push((p, text.into_bytes()));
-            }
-        }
+    match (&args.json.json, &stdout) {
+        (Some(_), _) => {}
         // SARIF on standard output: the human report goes to standard error.
-        None if stdout.is_some() => eprint!("{human}"),
-        None => stdout = Some(human),
+        (None, Some(_)) => eprint!("{human}"),
+        (None, None) => stdout = Some(human),
     }
-    let files: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    let files: Vec<(&Path, &[u8])> = files.iter().map(|(p, t)| (*p, t.as_bytes())).collect();
     output::write_files(&files)?;
     if let Some(text) = stdout {
         output::print(text)?;
@@ -124,18 +120,6 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         ExitCode::from(EXIT_FINDINGS)
     } else {
         ExitCode::SUCCESS
-    })
-}
-
-/// `path` made absolute against the current directory (`.` and `..` are resolved later,
-/// lexically, as for the sources' paths).
-fn absolute(path: &Path) -> Result<PathBuf> {
-    Ok(if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .context("current directory")?
-            .join(path)
     })
 }
 
