@@ -16,8 +16,8 @@ mod common;
 use common::counters;
 
 /// Private levels of every inclusion, shared levels non-inclusive and inclusive, LRU, PLRU,
-/// FIFO and random replacement, odd set counts.
-const HIERARCHIES: [&str; 4] = [
+/// FIFO and random replacement, odd set counts, no shared level at all.
+const HIERARCHIES: [&str; 5] = [
     "[[levels]]\nname = \"L1\"\nsize = 512\nassoc = 2\n\
      [[levels]]\nname = \"L2\"\nsize = 2048\nassoc = 4\nshared = true\n",
     "[[levels]]\nname = \"L1\"\nsize = 256\nassoc = 2\nreplacement = \"plru\"\n\
@@ -28,6 +28,9 @@ const HIERARCHIES: [&str; 4] = [
      [[levels]]\nname = \"L3\"\nsize = 4096\nassoc = 4\nshared = true\ninclusion = \"inclusive\"\n",
     "[[levels]]\nname = \"L1\"\nsize = 192\nassoc = 1\nreplacement = \"fifo\"\n\
      [[levels]]\nname = \"L2\"\nsize = 1536\nassoc = 3\nshared = true\n",
+    // A private non-inclusive FIFO outer level: its victims follow the order of its fills.
+    "[[levels]]\nname = \"L1\"\nsize = 256\nassoc = 2\n\
+     [[levels]]\nname = \"L2\"\nsize = 512\nassoc = 2\nreplacement = \"fifo\"\n",
 ];
 
 const KINDS: [AccessKind; 4] = [

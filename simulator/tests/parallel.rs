@@ -258,6 +258,60 @@ fn an_exclusive_grant_does_not_outlive_the_copy_it_was_for() {
 }
 
 #[test]
+fn an_owner_whose_dirty_data_left_its_outer_level_supplies_nothing() {
+    // Private L1 (direct-mapped, 4 sets) over a private non-inclusive FIFO L2 (2 sets of 2).
+    // Core 1 writes A; B evicts A's dirty L1 copy into L2; A comes back into L1 from L2
+    // (owned, clean there); C makes L2 evict A first (FIFO: A was filled first), so the
+    // dirty data goes to memory while core 1 keeps its clean L1 copy. Core 0's read of A then
+    // comes from memory: no cache-to-cache transfer, one L2 writeback. Found by a differential
+    // campaign: the weave took the owner for dirty because it had gained ownership by writing.
+    let levels = "[[levels]]\nname = \"L1\"\nsize = 256\nassoc = 1\n\
+                  [[levels]]\nname = \"L2\"\nsize = 256\nassoc = 2\nreplacement = \"fifo\"\n";
+    let m = common::model(levels, 2, "msi");
+    let line = |k: u64| 0x10000 + 64 * k;
+    let (a, b, c) = (line(0), line(4), line(2));
+    let events: Vec<TimedEvent> = [
+        (1, 1, AccessKind::Store, a),
+        (2, 1, AccessKind::Load, b),
+        (3, 1, AccessKind::Load, a),
+        (4, 1, AccessKind::Load, c),
+        (5, 0, AccessKind::Load, a),
+    ]
+    .into_iter()
+    .map(|(time, thread, kind, addr)| TimedEvent {
+        time,
+        thread,
+        event: Event::Access(common::acc(kind, addr, 8)),
+    })
+    .collect();
+    let placement: BTreeMap<u32, u32> = [(0, 0), (1, 1)].into();
+    let mut e = ExactEngine::new(&m, &placement, TimeUnit::Events);
+    for ev in &events {
+        e.process(ev);
+    }
+    let e = e.report();
+    assert_eq!(
+        (e.cores[0].cache_to_cache, e.cores[1].levels[1].writebacks),
+        (0, 1)
+    );
+    for slack in [1, 2, 100] {
+        for host in [1, 2] {
+            let cfg = ParallelConfig {
+                slack,
+                threads: host,
+            };
+            let mut p = ParallelEngine::new(&m, &placement, TimeUnit::Events, cfg).unwrap();
+            p.run_slice(&events);
+            assert_eq!(
+                common::counters_json(&e),
+                common::counters_json(&p.report()),
+                "slack {slack}, {host} host threads"
+            );
+        }
+    }
+}
+
+#[test]
 fn default_slack_equals_exact_on_synthetic_traces() {
     let m = MachineModel::load("ivybridge-4c").unwrap();
     for p in [

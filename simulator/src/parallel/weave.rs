@@ -31,8 +31,6 @@ struct Dir {
     sharers: u64,
     /// The core holding it exclusively (E or M), or [`NO_OWNER`].
     owner: u8,
-    /// The owner gained ownership by writing (its copy is dirty).
-    dirty: bool,
 }
 
 impl Default for Dir {
@@ -40,7 +38,6 @@ impl Default for Dir {
         Dir {
             sharers: 0,
             owner: NO_OWNER,
-            dirty: false,
         }
     }
 }
@@ -265,14 +262,10 @@ impl Weave {
                 let d = self.dir.entry(line).or_default();
                 d.sharers |= 1u64 << c;
                 d.owner = c as u8;
-                d.dirty = true;
                 self.record_write(line, off, len);
             }
             Req::Write { line, off, len } => {
                 self.wseq += 1;
-                if let Some(d) = self.dir.get_mut(&line).filter(|d| d.owner as usize == c) {
-                    d.dirty = true;
-                }
                 self.record_write(line, off, len);
             }
             Req::Miss {
@@ -304,7 +297,6 @@ impl Weave {
             d.sharers &= !(1u64 << c);
             if d.owner as usize == c {
                 d.owner = NO_OWNER;
-                d.dirty = false;
             }
             if d.sharers == 0 {
                 self.dir.remove(&line);
@@ -351,15 +343,18 @@ impl Weave {
         if others != 0 {
             let owner = (d.owner != NO_OWNER && others & (1u64 << d.owner) != 0)
                 .then_some(d.owner as usize);
-            let dirty_owner = owner.filter(|&o| d.dirty || cores[o].dirty_level(line).is_some());
+            // Whether the owner holds the line dirty is read from its caches, as in the exact
+            // engine: its dirty data may have left its last private level while it kept a
+            // clean copy above (a non-inclusive outer level evicting first, as FIFO does). A
+            // downgrade only happens in lockstep (another core's access to a line this core
+            // owns interferes), where the owner's caches are those of this point in the order.
+            let dirty_level = owner.and_then(|o| cores[o].dirty_level(line));
+            let dirty_owner = owner.filter(|_| dirty_level.is_some());
             if write {
                 self.invalidate_others(cores, c, line);
             } else if let Some(o) = owner {
                 // M → S (dirty data also goes down) or E → S.
-                if dirty_owner.is_some() {
-                    // The owner may have dropped the line later in the quantum: its data
-                    // then leaves from the last private level.
-                    let i = cores[o].dirty_level(line).unwrap_or(p - 1);
+                if let Some(i) = dirty_level {
                     cores[o].lc[i].writebacks += 1;
                     for j in i + 1..p {
                         cores[o].paths[j].write += ls;
@@ -369,7 +364,6 @@ impl Weave {
                 cores[o].clear_private(line, OWNED | DIRTY);
                 if let Some(e) = self.dir.get_mut(&line) {
                     e.owner = NO_OWNER;
-                    e.dirty = false;
                 }
             }
             if dirty_owner.is_some() {
@@ -409,7 +403,6 @@ impl Weave {
         e.sharers |= me;
         if owned_now {
             e.owner = c as u8;
-            e.dirty = write;
             if !write {
                 // MESI's E, granted after the core's quantum.
                 cores[c].update_private(line, OWNED);
@@ -417,7 +410,6 @@ impl Weave {
         } else {
             if e.owner as usize == c {
                 e.owner = NO_OWNER;
-                e.dirty = false;
             }
             if self.mesi {
                 // The core's copy now is the one this miss filled, in S. An E granted to an
@@ -569,7 +561,6 @@ impl Weave {
             d.sharers &= me;
             if d.owner as usize != c {
                 d.owner = NO_OWNER;
-                d.dirty = false;
             }
             if d.sharers == 0 {
                 self.dir.remove(&line);

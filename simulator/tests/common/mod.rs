@@ -31,8 +31,8 @@ pub fn acc(kind: AccessKind, addr: u64, size: u32) -> Access {
 }
 
 /// Hierarchies with private levels of any inclusion, non-inclusive and inclusive shared
-/// levels, LRU, PLRU, FIFO and random replacement, a direct-mapped level.
-pub const RANDOM_HIERARCHIES: [&str; 4] = [
+/// levels, LRU, PLRU, FIFO and random replacement, a direct-mapped level, no shared level.
+pub const RANDOM_HIERARCHIES: [&str; 5] = [
     r#"
 [[levels]]
 name = "L1"
@@ -93,6 +93,19 @@ name = "L2"
 size = 1536
 assoc = 3
 shared = true
+"#,
+    // A private, non-inclusive outer level with FIFO replacement: its victims depend on the
+    // order of its fills alone (later hits do not restamp a line, as with LRU).
+    r#"
+[[levels]]
+name = "L1"
+size = 256
+assoc = 2
+[[levels]]
+name = "L2"
+size = 512
+assoc = 2
+replacement = "fifo"
 "#,
 ];
 
