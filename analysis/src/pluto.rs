@@ -25,10 +25,22 @@
 //! blocks accessed in both segments by at least two threads with a store among them. (Eq. 4–5
 //! count every block in both segments; blocks one thread uses alone cannot move between cores,
 //! so they are left out.)
+//!
+//! **Two passes per segment.** Most blocks are used by one thread in a segment, and only blocks
+//! of two or more threads need counts by offset and code position. The first pass notes, per
+//! block, its first thread, whether another thread came, whether it was written and its lowest
+//! address ([`Touch`], a few bytes); the second pass counts in detail only the blocks that can
+//! have φ̃ > 0 or need their thread list. The second pass reads the segment's accesses from a
+//! buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
+//! is skipped when no block needs it. Memory thus grows with the blocks a segment touches at a
+//! few dozen bytes each (per layout), not with full counts for every block.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
-use cachescope_schema::{AccessKind, CodePos, Event, ThreadId, TraceError, TraceFile};
+use cachescope_schema::{
+    Access, AccessKind, CodePos, CursorMark, Event, ThreadEvents, ThreadId, TraceError, TraceFile,
+};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::heap::{HeapBlock, HeapMap};
@@ -55,6 +67,20 @@ impl Layout {
     fn block_of(&self, addr: u64) -> u64 {
         addr.wrapping_add(self.shift) & !(self.line_size - 1)
     }
+
+    /// Calls `f(block, offset, length, address)` for each block an access touches (an access
+    /// running past the top of the address space ends there).
+    fn for_each_block(&self, addr: u64, size: u32, mut f: impl FnMut(u64, u64, u64, u64)) {
+        let mut at = addr;
+        let end = addr.saturating_add(u64::from(size.max(1)));
+        while at < end {
+            let block = self.block_of(at);
+            let offset = at.wrapping_add(self.shift) - block;
+            let piece = (self.line_size - offset).min(end - at);
+            f(block, offset, piece, at);
+            at += piece;
+        }
+    }
 }
 
 /// Load and store counts of one thread on one block.
@@ -77,13 +103,27 @@ pub struct SiteKey {
     pub store: bool,
 }
 
-/// One block's counts in one segment.
+/// One block's counts in one segment (second pass: blocks of several threads only).
 #[derive(Debug, Clone, Default)]
 struct BlockCounts {
     threads: BTreeMap<ThreadId, ThreadCounts>,
-    sites: HashMap<SiteKey, u64>,
+    sites: FxHashMap<SiteKey, u64>,
+}
+
+/// What the first pass learns of one block in one segment.
+#[derive(Debug, Clone, Copy)]
+struct Touch {
     /// Lowest address accessed in the block (for naming the data object).
     first_addr: u64,
+    /// The first thread that accessed it.
+    thread: ThreadId,
+    /// Whether another thread accessed it too.
+    many: bool,
+    /// Whether an access wrote it.
+    store: bool,
+    /// Whether the second pass counts it in detail: several threads, and a store in this
+    /// segment or the previous one (else neither φ̃ nor a transfer can count it).
+    detail: bool,
 }
 
 /// The estimates for one block over the whole run.
@@ -189,16 +229,19 @@ fn estimate(b: &BlockCounts) -> (u64, u64) {
     (phi, theta.min(phi))
 }
 
-/// Blocks accessed by ≥ 2 threads with at least one store, as (block → threads, has store).
-type SharedSet = HashMap<u64, (HashSet<ThreadId>, bool)>;
-
 /// Accumulates the segments of all threads.
 struct Estimator {
     layout: Layout,
     written: BTreeSet<u64>,
-    current: HashMap<u64, BlockCounts>,
-    previous: HashMap<u64, (HashSet<ThreadId>, bool)>,
-    totals: HashMap<u64, BlockEstimate>,
+    /// First pass: the blocks of the current segment.
+    touched: FxHashMap<u64, Touch>,
+    /// The blocks of the previous segment (for the transfers between segments).
+    previous: FxHashMap<u64, Touch>,
+    /// Second pass: counts of the blocks marked for detail.
+    counts: FxHashMap<u64, BlockCounts>,
+    /// Whether some block of the current segment is marked for detail.
+    any_detail: bool,
+    totals: FxHashMap<u64, BlockEstimate>,
     segments: u64,
 }
 
@@ -207,14 +250,51 @@ impl Estimator {
         Estimator {
             layout,
             written: BTreeSet::new(),
-            current: HashMap::new(),
-            previous: HashMap::new(),
-            totals: HashMap::new(),
+            touched: FxHashMap::default(),
+            previous: FxHashMap::default(),
+            counts: FxHashMap::default(),
+            any_detail: false,
+            totals: FxHashMap::default(),
             segments: 0,
         }
     }
 
-    fn access(
+    /// First pass: notes an access.
+    fn touch(&mut self, thread: ThreadId, kind: AccessKind, addr: u64, size: u32) {
+        if kind == AccessKind::Fetch {
+            return;
+        }
+        let store = kind.writes();
+        let touched = &mut self.touched;
+        self.layout.for_each_block(addr, size, |block, _, _, at| {
+            let t = touched.entry(block).or_insert(Touch {
+                first_addr: at,
+                thread,
+                many: false,
+                store: false,
+                detail: false,
+            });
+            t.first_addr = t.first_addr.min(at);
+            t.many |= t.thread != thread;
+            t.store |= store;
+        });
+    }
+
+    /// Between the passes: marks the blocks the second pass counts; returns whether there are
+    /// any.
+    fn mark_details(&mut self) -> bool {
+        let previous = &self.previous;
+        let mut any = false;
+        for (block, t) in self.touched.iter_mut() {
+            t.detail = t.many && (t.store || previous.get(block).is_some_and(|p| p.store));
+            any |= t.detail;
+        }
+        self.any_detail = any;
+        any
+    }
+
+    /// Second pass: counts an access to the blocks marked for detail.
+    fn detail(
         &mut self,
         thread: ThreadId,
         kind: AccessKind,
@@ -222,86 +302,85 @@ impl Estimator {
         size: u32,
         pc: Option<CodePos>,
     ) {
-        if kind == AccessKind::Fetch {
+        if kind == AccessKind::Fetch || !self.any_detail {
             return;
         }
-        let line = self.layout.line_size;
-        let mut at = addr;
-        let end = addr.saturating_add(u64::from(size.max(1)));
-        while at < end {
-            let block = self.layout.block_of(at);
-            let offset = at.wrapping_add(self.layout.shift) - block;
-            let piece = (line - offset).min(end - at);
-            let b = self.current.entry(block).or_insert_with(|| BlockCounts {
-                first_addr: at,
-                ..BlockCounts::default()
+        let (touched, counts) = (&self.touched, &mut self.counts);
+        self.layout
+            .for_each_block(addr, size, |block, offset, piece, _| {
+                if !touched.get(&block).is_some_and(|t| t.detail) {
+                    return;
+                }
+                let b = counts.entry(block).or_default();
+                let t = b.threads.entry(thread).or_default();
+                let slot = t.by_slot.entry((offset as u32, piece as u32)).or_default();
+                if kind.reads() {
+                    t.loads += 1;
+                    slot.0 += 1;
+                    *b.sites
+                        .entry(SiteKey {
+                            thread,
+                            pc,
+                            store: false,
+                        })
+                        .or_default() += 1;
+                }
+                if kind.writes() {
+                    t.stores += 1;
+                    slot.1 += 1;
+                    *b.sites
+                        .entry(SiteKey {
+                            thread,
+                            pc,
+                            store: true,
+                        })
+                        .or_default() += 1;
+                }
             });
-            b.first_addr = b.first_addr.min(at);
-            let t = b.threads.entry(thread).or_default();
-            let slot = t.by_slot.entry((offset as u32, piece as u32)).or_default();
-            if kind.reads() {
-                t.loads += 1;
-                slot.0 += 1;
-                *b.sites
-                    .entry(SiteKey {
-                        thread,
-                        pc,
-                        store: false,
-                    })
-                    .or_default() += 1;
-            }
-            if kind.writes() {
-                t.stores += 1;
-                slot.1 += 1;
-                *b.sites
-                    .entry(SiteKey {
-                        thread,
-                        pc,
-                        store: true,
-                    })
-                    .or_default() += 1;
-            }
-            at += piece;
-        }
     }
 
-    /// Ends segment k of every thread: estimates it and adds the transfers from segment k−1.
-    /// `heap` names heap data as it is live now.
+    /// Ends segment k of every thread (after both passes): estimates it and adds the
+    /// transfers from segment k−1. `heap` names heap data as it is live now.
     fn end_segment(&mut self, heap: &HeapMap) {
         self.segments += 1;
-        let mut shared: SharedSet = HashMap::new();
-        for (block, b) in self.current.drain() {
-            let any_store = b.threads.values().any(|t| t.stores > 0);
-            if any_store {
+        let mut touched = std::mem::take(&mut self.touched);
+        for (&block, t) in &touched {
+            if t.store {
                 self.written.insert(block.wrapping_sub(self.layout.shift));
             }
-            let tids: HashSet<ThreadId> = b.threads.keys().copied().collect();
-            let (phi, theta) = estimate(&b);
+            let b = self.counts.remove(&block);
+            let (phi, theta) = b.as_ref().map_or((0, 0), estimate);
             // Transfer from the previous segment (Eq. 4–5): a block used by ≥ 2 threads over
             // both segments, with a store among them.
-            let crossing = match self.previous.get(&block) {
-                Some((prev_tids, prev_store)) => {
-                    let union: HashSet<_> = prev_tids.union(&tids).collect();
-                    u64::from(union.len() >= 2 && (any_store || *prev_store))
-                }
-                None => 0,
+            let crossing = self.previous.get(&block).map_or(0, |p| {
+                let two = p.many || t.many || p.thread != t.thread;
+                u64::from(two && (t.store || p.store))
+            });
+            if phi + crossing == 0 {
+                continue;
+            }
+            let e = self.totals.entry(block).or_insert_with(|| BlockEstimate {
+                block: block.wrapping_sub(self.layout.shift),
+                sample_addr: t.first_addr,
+                heap: heap.lookup(t.first_addr),
+                ..BlockEstimate::default()
+            });
+            e.phi += phi + crossing;
+            e.theta += theta + crossing;
+            // A block of several threads that reaches here was counted in detail (a transfer
+            // needs a store in this segment or the previous one).
+            let threads: Vec<ThreadId> = match &b {
+                Some(b) => b.threads.keys().copied().collect(),
+                None => vec![t.thread],
             };
-            if phi + crossing > 0 {
-                let e = self.totals.entry(block).or_insert_with(|| BlockEstimate {
-                    block: block.wrapping_sub(self.layout.shift),
-                    sample_addr: b.first_addr,
-                    heap: heap.lookup(b.first_addr),
-                    ..BlockEstimate::default()
-                });
-                e.phi += phi + crossing;
-                e.theta += theta + crossing;
-                for t in &tids {
-                    if !e.threads.contains(t) {
-                        e.threads.push(*t);
-                    }
+            for th in threads {
+                if !e.threads.contains(&th) {
+                    e.threads.push(th);
                 }
-                if phi > 0 {
-                    e.segments += 1;
+            }
+            if phi > 0 {
+                e.segments += 1;
+                if let Some(b) = b {
                     for (k, n) in b.sites {
                         match e.sites.iter_mut().find(|(s, _)| *s == k) {
                             Some((_, m)) => *m += n,
@@ -310,13 +389,18 @@ impl Estimator {
                     }
                 }
             }
-            shared.insert(block, (tids, any_store));
         }
-        self.previous = shared;
+        self.counts.clear();
+        self.any_detail = false;
+        // This segment's blocks become the previous ones; the old map's room is reused.
+        std::mem::swap(&mut self.previous, &mut touched);
+        touched.clear();
+        self.touched = touched;
     }
 
     fn finish(mut self, heap: &HeapMap) -> PlutoReport {
-        if !self.current.is_empty() {
+        if !self.touched.is_empty() {
+            self.mark_details();
             self.end_segment(heap);
         }
         let mut blocks: Vec<BlockEstimate> = self
@@ -340,7 +424,11 @@ impl Estimator {
     }
 }
 
-/// Estimates `trace` under each of `layouts` in one pass over the trace.
+/// Accesses of one segment kept by the first pass for the second; beyond this many, the
+/// second pass reads the segment from the trace again (32 bytes each: about 64 MiB).
+const SEGMENT_BUFFER: usize = 1 << 21;
+
+/// Estimates `trace` under each of `layouts`, segment by segment.
 ///
 /// The threads are read segment by segment (all threads' k-th segment, then the (k+1)-th), so
 /// memory holds one segment's blocks, not the run's. `heap` follows the trace's allocations
@@ -350,6 +438,16 @@ pub fn estimate_trace(
     layouts: &[Layout],
     heap: &mut HeapMap,
 ) -> Result<Vec<PlutoReport>, TraceError> {
+    estimate_buffered(trace, layouts, heap, SEGMENT_BUFFER)
+}
+
+/// [`estimate_trace`], buffering up to `limit` accesses of a segment for the second pass.
+fn estimate_buffered(
+    trace: &TraceFile,
+    layouts: &[Layout],
+    heap: &mut HeapMap,
+    limit: usize,
+) -> Result<Vec<PlutoReport>, TraceError> {
     let mut estimators: Vec<Estimator> = layouts.iter().map(|&l| Estimator::new(l)).collect();
     let ids: Vec<ThreadId> = trace.thread_ids().collect();
     let mut streams = Vec::with_capacity(ids.len());
@@ -358,8 +456,13 @@ pub fn estimate_trace(
     }
     // Per thread: region nesting depth and units spent inside regions.
     let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
+    let mut buffer: Vec<(ThreadId, Access)> = Vec::new();
     loop {
         let mut any = false;
+        let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
+        let was_done: Vec<bool> = streams.iter().map(|s| s.2).collect();
+        buffer.clear();
+        let mut overflow = false;
         for (tid, events, done) in streams.iter_mut() {
             if *done {
                 continue;
@@ -374,7 +477,12 @@ pub fn estimate_trace(
                     Some(Ok(Event::Access(a))) => {
                         any = true;
                         for est in &mut estimators {
-                            est.access(*tid, a.kind, a.addr, a.size, a.pc);
+                            est.touch(*tid, a.kind, a.addr, a.size);
+                        }
+                        if buffer.len() < limit {
+                            buffer.push((*tid, a));
+                        } else {
+                            overflow = true;
                         }
                     }
                     Some(Ok(Event::BarrierLeave { .. })) => {
@@ -400,6 +508,24 @@ pub fn estimate_trace(
                 }
             }
         }
+        let mut second_pass = false;
+        for est in &mut estimators {
+            second_pass |= est.mark_details();
+        }
+        if second_pass && !overflow {
+            for &(tid, a) in &buffer {
+                for est in &mut estimators {
+                    est.detail(tid, a.kind, a.addr, a.size, a.pc);
+                }
+            }
+        } else if second_pass {
+            for (((tid, events, _), &mark), &done) in streams.iter_mut().zip(&marks).zip(&was_done)
+            {
+                if !done {
+                    reread_segment(*tid, events, mark, &mut estimators)?;
+                }
+            }
+        }
         for est in &mut estimators {
             est.end_segment(heap);
         }
@@ -417,6 +543,30 @@ pub fn estimate_trace(
             r
         })
         .collect())
+}
+
+/// The second pass over a segment too long to buffer: one thread's accesses from `mark` to
+/// the end of its segment, read again from the trace (which leaves `events` where the first
+/// pass left it).
+fn reread_segment(
+    tid: ThreadId,
+    events: &mut ThreadEvents,
+    mark: CursorMark,
+    estimators: &mut [Estimator],
+) -> Result<(), TraceError> {
+    events.seek(mark)?;
+    for e in events.by_ref() {
+        match e? {
+            Event::Access(a) => {
+                for est in estimators.iter_mut() {
+                    est.detail(tid, a.kind, a.addr, a.size, a.pc);
+                }
+            }
+            Event::BarrierLeave { .. } => break,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -474,57 +624,79 @@ mod tests {
         assert_eq!(theta, 0, "disjoint offsets exchange nothing");
     }
 
+    type Acc = (ThreadId, AccessKind, u64, u32);
+
+    /// Feeds one segment's accesses through both passes and ends it.
+    fn segment(est: &mut Estimator, accesses: &[Acc]) {
+        for &(t, k, a, s) in accesses {
+            est.touch(t, k, a, s);
+        }
+        est.mark_details();
+        for &(t, k, a, s) in accesses {
+            est.detail(t, k, a, s, None);
+        }
+        est.end_segment(&HeapMap::new());
+    }
+
+    /// One segment under `layout`.
+    fn run(layout: Layout, accesses: &[Acc]) -> PlutoReport {
+        let mut est = Estimator::new(layout);
+        segment(&mut est, accesses);
+        est.finish(&HeapMap::new())
+    }
+
+    /// `n` rounds of a Modify by thread 0 at `a` and thread 1 at `b`, 4 bytes each.
+    fn alternating(n: usize, a: u64, b: u64) -> Vec<Acc> {
+        (0..n)
+            .flat_map(|_| [(0, AccessKind::Modify, a, 4), (1, AccessKind::Modify, b, 4)])
+            .collect()
+    }
+
     #[test]
     fn disjoint_writers_in_one_line_are_false_sharing_padded_are_not() {
         let layout = Layout::recorded(64);
-        let mut est = Estimator::new(layout);
-        for i in 0..100 {
-            est.access(0, AccessKind::Modify, 0x1000, 4, None);
-            est.access(1, AccessKind::Modify, 0x1004, 4, None);
-            let _ = i;
-        }
-        let r = est.finish(&HeapMap::new());
+        let r = run(layout, &alternating(100, 0x1000, 0x1004));
         assert_eq!(r.blocks.len(), 1);
         assert_eq!(r.blocks[0].block, 0x1000);
         assert!(r.blocks[0].phi_prime >= 199, "{:?}", r.blocks[0]);
-        let mut padded = Estimator::new(layout);
-        for _ in 0..100 {
-            padded.access(0, AccessKind::Modify, 0x1000, 4, None);
-            padded.access(1, AccessKind::Modify, 0x1040, 4, None);
-        }
-        assert!(padded.finish(&HeapMap::new()).blocks.is_empty());
+        assert!(run(layout, &alternating(100, 0x1000, 0x1040))
+            .blocks
+            .is_empty());
         // The same accesses with 128-byte lines share a line again: latent false sharing.
-        let mut wide = Estimator::new(Layout::recorded(128));
-        for _ in 0..100 {
-            wide.access(0, AccessKind::Modify, 0x1000, 4, None);
-            wide.access(1, AccessKind::Modify, 0x1040, 4, None);
-        }
-        assert!(wide.finish(&HeapMap::new()).total_phi_prime() > 0);
+        let wide = run(Layout::recorded(128), &alternating(100, 0x1000, 0x1040));
+        assert!(wide.total_phi_prime() > 0);
     }
 
     #[test]
     fn producer_consumer_on_the_same_slot_is_true_sharing() {
-        let mut est = Estimator::new(Layout::recorded(64));
-        for _ in 0..50 {
-            est.access(0, AccessKind::Store, 0x2000, 8, None);
-            est.access(1, AccessKind::Load, 0x2000, 8, None);
-        }
-        let r = est.finish(&HeapMap::new());
+        let accesses: Vec<Acc> = (0..50)
+            .flat_map(|_| {
+                [
+                    (0, AccessKind::Store, 0x2000, 8),
+                    (1, AccessKind::Load, 0x2000, 8),
+                ]
+            })
+            .collect();
+        let r = run(Layout::recorded(64), &accesses);
         assert_eq!(r.blocks[0].phi, 99);
         assert_eq!(r.blocks[0].phi_prime, 0, "{:?}", r.blocks[0]);
     }
 
     #[test]
     fn blocks_at_the_top_of_the_address_space_are_counted_without_overflow() {
-        let mut est = Estimator::new(Layout {
+        let layout = Layout {
             line_size: 64,
             shift: 32,
-        });
-        for _ in 0..10 {
-            est.access(0, AccessKind::Store, u64::MAX - 63, 64, None);
-            est.access(1, AccessKind::Store, u64::MAX - 7, 8, None);
-        }
-        let r = est.finish(&HeapMap::new());
+        };
+        let accesses: Vec<Acc> = (0..10)
+            .flat_map(|_| {
+                [
+                    (0, AccessKind::Store, u64::MAX - 63, 64),
+                    (1, AccessKind::Store, u64::MAX - 7, 8),
+                ]
+            })
+            .collect();
+        let r = run(layout, &accesses);
         assert!(r.total_phi_prime() > 0);
         assert_eq!(r.written_in(u64::MAX - 63, u64::MAX), 1);
         assert_eq!(
@@ -537,12 +709,75 @@ mod tests {
     #[test]
     fn transfers_between_segments_count_once_per_shared_block() {
         let mut est = Estimator::new(Layout::recorded(64));
-        est.access(0, AccessKind::Store, 0x3000, 8, None);
-        est.end_segment(&HeapMap::new());
-        est.access(1, AccessKind::Load, 0x3000, 8, None);
-        est.end_segment(&HeapMap::new());
+        segment(&mut est, &[(0, AccessKind::Store, 0x3000, 8)]);
+        segment(&mut est, &[(1, AccessKind::Load, 0x3000, 8)]);
         let r = est.finish(&HeapMap::new());
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
+        assert_eq!(r.blocks[0].threads, [1], "this segment's thread");
+    }
+
+    #[test]
+    fn segments_read_again_from_the_trace_count_as_buffered_ones() {
+        use cachescope_schema::synth::{generate, GenParams, Workload};
+        let dir = tempfile::tempdir().unwrap();
+        for w in [
+            Workload::FalseSharing,
+            Workload::Stencil,
+            Workload::ProducerConsumer,
+        ] {
+            let mut p = GenParams::new(w);
+            p.threads = 3;
+            p.size = 4096;
+            p.iterations = 3;
+            let path = dir.path().join("t.cstrace");
+            // Small chunks: segments start inside chunks and span several.
+            std::fs::write(&path, generate(&p, Vec::new(), 64).unwrap()).unwrap();
+            let trace = TraceFile::open(&path).unwrap();
+            let layouts = [
+                Layout::recorded(64),
+                Layout::recorded(128),
+                Layout {
+                    line_size: 64,
+                    shift: 8,
+                },
+            ];
+            let json = |limit| {
+                let r = estimate_buffered(&trace, &layouts, &mut HeapMap::new(), limit).unwrap();
+                serde_json::to_string(&r).unwrap()
+            };
+            let buffered = json(SEGMENT_BUFFER);
+            assert!(buffered.contains("phi_prime"), "{w:?}: {buffered}");
+            assert_eq!(buffered, json(0), "{w:?}: read again");
+            assert_eq!(buffered, json(7), "{w:?}: buffer overflows mid-segment");
+        }
+    }
+
+    #[test]
+    fn a_transfer_into_a_read_only_shared_segment_names_every_reader() {
+        // Segment 1: thread 0 writes; segment 2: threads 1 and 2 only read. No φ̃ in segment
+        // 2 (no store), but one transfer, and the finding's threads are both readers: the
+        // block is counted in detail because the previous segment wrote it.
+        let mut est = Estimator::new(Layout::recorded(64));
+        segment(&mut est, &[(0, AccessKind::Store, 0x4000, 8)]);
+        segment(
+            &mut est,
+            &[
+                (1, AccessKind::Load, 0x4000, 8),
+                (2, AccessKind::Load, 0x4008, 8),
+            ],
+        );
+        // Segment 3: the same reads again, after a segment without stores: nothing.
+        segment(
+            &mut est,
+            &[
+                (1, AccessKind::Load, 0x4000, 8),
+                (2, AccessKind::Load, 0x4008, 8),
+            ],
+        );
+        let r = est.finish(&HeapMap::new());
+        assert_eq!(r.blocks.len(), 1);
+        assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
+        assert_eq!(r.blocks[0].threads, [1, 2]);
     }
 }

@@ -37,7 +37,7 @@ pub mod writer;
 pub use error::{ErrorKind, Result, TraceError};
 pub use event::{Access, AccessKind, CodePos, Event, EventKind, ThreadId};
 pub use merge::{MergedEvents, TimedEvent};
-pub use reader::{OpenOptions, ThreadCursor, ThreadEvents, TraceFile};
+pub use reader::{CursorMark, OpenOptions, ThreadCursor, ThreadEvents, TraceFile};
 pub use record::{HostInfo, ModuleInfo, TimeUnit, TraceHeader, Trailer};
 pub use summary::{verify_file, TraceSummary, VerifyReport};
 pub use writer::{ThreadWriter, TraceWriter, DEFAULT_CHUNK_EVENTS};

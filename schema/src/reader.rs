@@ -328,6 +328,42 @@ impl ThreadCursor {
         self.pos += n;
     }
 
+    /// Where the cursor is, for [`Self::seek`]: the next event [`Self::next_event`] returns.
+    pub fn mark(&self) -> CursorMark {
+        if self.pos < self.events.len() {
+            // Inside the chunk decoded last.
+            CursorMark {
+                chunk: self.next_chunk - 1,
+                pos: self.pos,
+            }
+        } else {
+            CursorMark {
+                chunk: self.next_chunk,
+                pos: 0,
+            }
+        }
+    }
+
+    /// Goes back (or forth) to `mark`, taken from this cursor: the events from there are read
+    /// again (their chunk decoded again and checked against its checksum; the chunks were
+    /// checked in order when first read, so the thread's clock is taken from the chunk).
+    pub fn seek(&mut self, mark: CursorMark) -> Result<()> {
+        self.events.clear();
+        self.pos = 0;
+        self.next_chunk = mark.chunk.min(self.chunks.len());
+        if let Some(c) = self.chunks.get(self.next_chunk) {
+            self.clock = c.meta.start_time;
+        }
+        if mark.pos > 0 {
+            let mut buf = std::mem::take(&mut self.events);
+            let more = self.next_chunk_into(&mut buf);
+            self.events = buf;
+            more?;
+            self.pos = mark.pos.min(self.events.len());
+        }
+        Ok(())
+    }
+
     /// Steps back over the event [`Self::next_event`] just returned, so that it is returned
     /// again. Only valid directly after a `next_event` that returned an event.
     #[inline]
@@ -337,10 +373,32 @@ impl ThreadCursor {
     }
 }
 
+/// A place in one thread's stream (see [`ThreadCursor::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CursorMark {
+    /// The chunk (of the thread's) holding the event.
+    chunk: usize,
+    /// The event's index in that chunk.
+    pos: usize,
+}
+
 /// Iterator over one thread's events; stops after the first error.
 pub struct ThreadEvents {
     cursor: ThreadCursor,
     failed: bool,
+}
+
+impl ThreadEvents {
+    /// Where the iterator is: the next event it returns (see [`ThreadCursor::mark`]).
+    pub fn mark(&self) -> CursorMark {
+        self.cursor.mark()
+    }
+
+    /// Reads again from `mark`, taken from this iterator (see [`ThreadCursor::seek`]).
+    pub fn seek(&mut self, mark: CursorMark) -> Result<()> {
+        self.failed = false;
+        self.cursor.seek(mark)
+    }
 }
 
 impl Iterator for ThreadEvents {

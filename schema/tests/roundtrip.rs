@@ -215,3 +215,37 @@ proptest! {
         prop_assert_eq!(back, events);
     }
 }
+
+/// A thread's stream read again from a mark (start, inside a chunk, at a chunk boundary, the
+/// end) gives the same events as the first reading from there.
+#[test]
+fn thread_events_seek_back_to_a_mark() {
+    use cachescope_schema::synth::{generate, GenParams, Workload};
+    let mut p = GenParams::new(Workload::Stencil);
+    p.threads = 2;
+    p.size = 8192;
+    p.iterations = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.cstrace");
+    // Small chunks: marks fall inside chunks and on their boundaries.
+    std::fs::write(&path, generate(&p, Vec::new(), 100).unwrap()).unwrap();
+    let trace = TraceFile::open(&path).unwrap();
+    let all: Vec<Event> = trace
+        .thread_events(1)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(all.len() > 500, "{} events", all.len());
+    for at in [0, 1, 99, 100, 101, 250, all.len() - 1, all.len()] {
+        let mut it = trace.thread_events(1).unwrap();
+        for _ in 0..at {
+            it.next().unwrap().unwrap();
+        }
+        let mark = it.mark();
+        let first: Vec<Event> = it.by_ref().take(150).collect::<Result<_, _>>().unwrap();
+        assert_eq!(first[..], all[at..(at + 150).min(all.len())], "from {at}");
+        it.seek(mark).unwrap();
+        let again: Vec<Event> = it.collect::<Result<_, _>>().unwrap();
+        assert_eq!(again[..], all[at..], "again from {at}");
+    }
+}
