@@ -350,6 +350,57 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
 }
 
 #[test]
+fn a_trace_through_a_pipe_is_refused_at_once_and_an_early_closed_pipe_is_no_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    // `cat t | cachescope simulate /dev/stdin`: chunks are read at their offsets, so a pipe
+    // cannot work; say so, instead of "Illegal seek" at the first chunk.
+    let mut child = Command::new(support::cachescope())
+        .args(["simulate", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&t).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The command may exit before reading it all: a failed write here is expected.
+    let _ = std::io::Write::write_all(&mut stdin, &bytes);
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert_exit_2(&o, "not a regular file");
+    assert!(!stderr(&o).contains("Illegal seek"), "{}", stderr(&o));
+    assert_exit_2(
+        &cachescope(&["simulate", dir.path().to_str().unwrap()]),
+        "not a regular file",
+    );
+    // `trace dump [--json] | head -1`: the reader closing the pipe ends the dump quietly.
+    for json in [false, true] {
+        let mut args = vec!["trace", "dump", t.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let mut child = Command::new(support::cachescope())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        std::io::Read::read_exact(&mut out, &mut first).unwrap();
+        drop(out);
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "json {json}: {:?} {}",
+            o.status,
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
 fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

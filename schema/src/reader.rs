@@ -48,10 +48,20 @@ impl TraceFile {
     /// build the chunk index; event data is decoded later, on demand.
     pub fn open_with(path: &Path, options: OpenOptions) -> Result<Self> {
         let file = File::open(path).map_err(|e| TraceError::io(&e).at_path(path))?;
-        let file_len = file
+        let meta = file
             .metadata()
-            .map_err(|e| TraceError::io(&e).at_path(path))?
-            .len();
+            .map_err(|e| TraceError::io(&e).at_path(path))?;
+        if !meta.is_file() {
+            // Chunks are read at their offsets, on demand: a pipe would fail later, at the
+            // first chunk, with "Illegal seek".
+            return Err(TraceError::new(
+                ErrorKind::Usage,
+                "not a regular file (a pipe, device or directory): traces are read at random \
+                 offsets, so save the trace to a file first",
+            )
+            .at_path(path));
+        }
+        let file_len = meta.len();
         let s = scan(BufReader::with_capacity(1 << 20, &file), false, |_, _| {});
         let damage = s.damage.map(|d| d.at_path(path));
         let Some(header) = s.header else {

@@ -188,8 +188,12 @@ pub fn dump(
 
 /// `cachescope trace dump | head` closes the pipe early; that is not an error.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<std::io::Error>()
-        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    let pipe = Some(std::io::ErrorKind::BrokenPipe);
+    // The JSON lines fail inside serde_json, which wraps the I/O error.
+    e.downcast_ref::<std::io::Error>().map(|io| io.kind()) == pipe
+        || e.downcast_ref::<serde_json::Error>()
+            .and_then(|j| j.io_error_kind())
+            == pipe
 }
 
 /// `trace verify`.
