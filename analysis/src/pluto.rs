@@ -317,24 +317,16 @@ impl Estimator {
                 if kind.reads() {
                     t.loads += 1;
                     slot.0 += 1;
-                    *b.sites
-                        .entry(SiteKey {
-                            thread,
-                            pc,
-                            store: false,
-                        })
-                        .or_default() += 1;
                 }
                 if kind.writes() {
                     t.stores += 1;
                     slot.1 += 1;
-                    *b.sites
-                        .entry(SiteKey {
-                            thread,
-                            pc,
-                            store: true,
-                        })
-                        .or_default() += 1;
+                }
+                // A read-modify-write counts at its site once as a load and once as a store.
+                for store in [false, true] {
+                    if (store && kind.writes()) || (!store && kind.reads()) {
+                        *b.sites.entry(SiteKey { thread, pc, store }).or_default() += 1;
+                    }
                 }
             });
     }

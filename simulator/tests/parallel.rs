@@ -202,6 +202,30 @@ fn any_slack_equals_exact_on_same_time_sharing() {
     }
 }
 
+/// 8-byte accesses (time, thread, kind, address), in that order.
+fn accesses_of_8_bytes(list: &[(u64, u32, AccessKind, u64)]) -> Vec<TimedEvent> {
+    list.iter()
+        .map(|&(time, thread, kind, addr)| TimedEvent {
+            time,
+            thread,
+            event: Event::Access(common::acc(kind, addr, 8)),
+        })
+        .collect()
+}
+
+/// The exact engine's report on `events` (time unit: events).
+fn exact_events(
+    m: &MachineModel,
+    placement: &BTreeMap<u32, u32>,
+    events: &[TimedEvent],
+) -> SimReport {
+    let mut e = ExactEngine::new(m, placement, TimeUnit::Events);
+    for ev in events {
+        e.process(ev);
+    }
+    e.report()
+}
+
 #[test]
 fn an_exclusive_grant_does_not_outlive_the_copy_it_was_for() {
     // MESI, direct-mapped L1 of two sets: core 0 reads L alone (E), loses it to X (same set),
@@ -213,26 +237,15 @@ fn an_exclusive_grant_does_not_outlive_the_copy_it_was_for() {
                   [[levels]]\nname = \"L2\"\nsize = 1024\nassoc = 4\nshared = true\n";
     let m = common::model(levels, 2, "mesi");
     let (l, x) = (0x10000, 0x10080);
-    let events: Vec<TimedEvent> = [
+    let events = accesses_of_8_bytes(&[
         (1, 0, AccessKind::Load, l),
         (2, 0, AccessKind::Load, x),
         (3, 1, AccessKind::Load, l),
         (4, 0, AccessKind::Load, l),
         (5, 0, AccessKind::Store, l),
-    ]
-    .into_iter()
-    .map(|(time, thread, kind, addr)| TimedEvent {
-        time,
-        thread,
-        event: Event::Access(common::acc(kind, addr, 8)),
-    })
-    .collect();
+    ]);
     let placement: BTreeMap<u32, u32> = [(0, 0), (1, 1)].into();
-    let mut e = ExactEngine::new(&m, &placement, TimeUnit::Events);
-    for ev in &events {
-        e.process(ev);
-    }
-    let e = e.report();
+    let e = exact_events(&m, &placement, &events);
     assert_eq!(
         (e.cores[0].upgrades, e.cores[1].invalidations_received),
         (1, 1)
@@ -270,26 +283,15 @@ fn an_owner_whose_dirty_data_left_its_outer_level_supplies_nothing() {
     let m = common::model(levels, 2, "msi");
     let line = |k: u64| 0x10000 + 64 * k;
     let (a, b, c) = (line(0), line(4), line(2));
-    let events: Vec<TimedEvent> = [
+    let events = accesses_of_8_bytes(&[
         (1, 1, AccessKind::Store, a),
         (2, 1, AccessKind::Load, b),
         (3, 1, AccessKind::Load, a),
         (4, 1, AccessKind::Load, c),
         (5, 0, AccessKind::Load, a),
-    ]
-    .into_iter()
-    .map(|(time, thread, kind, addr)| TimedEvent {
-        time,
-        thread,
-        event: Event::Access(common::acc(kind, addr, 8)),
-    })
-    .collect();
+    ]);
     let placement: BTreeMap<u32, u32> = [(0, 0), (1, 1)].into();
-    let mut e = ExactEngine::new(&m, &placement, TimeUnit::Events);
-    for ev in &events {
-        e.process(ev);
-    }
-    let e = e.report();
+    let e = exact_events(&m, &placement, &events);
     assert_eq!(
         (e.cores[0].cache_to_cache, e.cores[1].levels[1].writebacks),
         (0, 1)
