@@ -310,11 +310,7 @@ impl ThreadCursor {
                 self.pos += 1;
                 return Ok(Some(e));
             }
-            let mut buf = std::mem::take(&mut self.events);
-            let more = self.next_chunk_into(&mut buf);
-            self.events = buf;
-            self.pos = 0;
-            if !more? {
+            if !self.load_next_chunk()? {
                 return Ok(None);
             }
         }
@@ -365,13 +361,20 @@ impl ThreadCursor {
             self.clock = c.meta.start_time;
         }
         if mark.pos > 0 {
-            let mut buf = std::mem::take(&mut self.events);
-            let more = self.next_chunk_into(&mut buf);
-            self.events = buf;
-            more?;
+            self.load_next_chunk()?;
             self.pos = mark.pos.min(self.events.len());
         }
         Ok(())
+    }
+
+    /// Decodes the next chunk into the cursor's own buffer, from its start; `Ok(false)`
+    /// after the last chunk.
+    fn load_next_chunk(&mut self) -> Result<bool> {
+        let mut buf = std::mem::take(&mut self.events);
+        let more = self.next_chunk_into(&mut buf);
+        self.events = buf;
+        self.pos = 0;
+        more
     }
 
     /// Steps back over the event [`Self::next_event`] just returned, so that it is returned
