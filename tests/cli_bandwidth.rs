@@ -143,6 +143,18 @@ fn bad_input_is_exit_2_with_a_reason() {
         &cachescope(&["bandwidth", t, "--machine", "cachegrind"]),
         "no [bandwidth] section",
     );
+    // A file keeping a preset's name is named by its path too.
+    let preset = include_str!("../simulator/presets/ivybridge-4c.toml");
+    let cut = preset
+        .find("[bandwidth]")
+        .expect("the preset has a [bandwidth] section");
+    let m = dir.path().join("no-bandwidth.toml");
+    std::fs::write(&m, &preset[..cut]).unwrap();
+    let ms = m.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["bandwidth", t, "--machine", ms]),
+        &format!("--machine {ms}: machine model \"ivybridge-4c\" has no [bandwidth] section"),
+    );
     assert_exit_2(
         &cachescope(&["bandwidth", t, "--window", "0"]),
         "--window must be at least 1",

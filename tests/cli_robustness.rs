@@ -186,12 +186,27 @@ fn model_values_of_the_wrong_kind_name_the_setting() {
         &cachescope(&["simulate", ts, "--set", "cores="]),
         "cores=: invalid type",
     );
+    // Positive but far beyond any machine: the estimates would overflow to infinity.
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            ts,
+            "--set",
+            "bandwidth.paths.L1-L2.read_gbs=1e-300",
+        ]),
+        "bandwidth.paths.L1-L2.read_gbs: 1e-300 is outside 1e-3..=1e6 GB/s",
+    );
     let preset = include_str!("../simulator/presets/ivybridge-4c.toml");
     let m = dir.path().join("m.toml");
     std::fs::write(&m, preset.replace("size = \"32K\"", "size = 1.5")).unwrap();
     assert_exit_2(
         &cachescope(&["simulate", ts, "--machine", m.to_str().unwrap()]),
-        "size: 1.5 is not a whole number of bytes",
+        "size: 1.5 is a floating-point number; write a size as an integer or a string",
+    );
+    // `1e3` is a TOML float, though its value is whole.
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--set", "levels.L1.size=1e3"]),
+        "levels.L1.size=1e3: size: 1000 is a floating-point number",
     );
     std::fs::write(
         &m,

@@ -86,8 +86,11 @@ fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
             u64::try_from(v).map_err(|_| E::custom(format!("size: {v} is negative")))
         }
         fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u64, E> {
+            // TOML reads `1e3` and `32768.0` as floats: say so, since the value itself may
+            // look whole.
             Err(E::custom(format!(
-                "size: {v} is not a whole number of bytes (examples: 32768, \"32K\", \"3M\")"
+                "size: {v} is a floating-point number; write a size as an integer or a string \
+                 (examples: 32768, \"32K\", \"3M\")"
             )))
         }
         fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
@@ -398,24 +401,43 @@ impl MachineModel {
             }
         }
         if let Some(bw) = &self.bandwidth {
-            for (name, v) in [("bandwidth.ghz", bw.ghz), ("bandwidth.ipc", bw.ipc)] {
+            // Positive, and within bounds no machine comes near, so that no estimate
+            // overflows to infinity or rounds to zero (a limit of 1e-300 GB/s made the
+            // estimates 1e293 s).
+            let plausible = |name: String, v: f64, (lo, hi): (f64, f64), unit: &str| {
                 if !(v.is_finite() && v > 0.0) {
-                    return bad(name.into(), format!("must be positive, not {v}"));
+                    return bad(name, format!("must be positive, not {v}"));
                 }
-            }
-            for (name, v) in [
-                ("bandwidth.flops_per_cycle", bw.flops_per_cycle),
-                ("bandwidth.page_fault_ns", bw.page_fault_ns),
-                ("bandwidth.ipc_total", bw.ipc_total),
+                if !(lo..=hi).contains(&v) {
+                    return bad(name, format!("{v:e} is outside {lo:e}..={hi:e}{unit}"));
+                }
+                Ok(())
+            };
+            plausible("bandwidth.ghz".into(), bw.ghz, (1e-3, 1e3), " GHz")?;
+            plausible("bandwidth.ipc".into(), bw.ipc, (1e-3, 1e3), "")?;
+            for (name, v, range, unit) in [
+                (
+                    "bandwidth.flops_per_cycle",
+                    bw.flops_per_cycle,
+                    (1e-3, 1e4),
+                    "",
+                ),
+                (
+                    "bandwidth.page_fault_ns",
+                    bw.page_fault_ns,
+                    (1e-3, 1e9),
+                    " ns",
+                ),
+                ("bandwidth.ipc_total", bw.ipc_total, (1e-3, 1e4), ""),
                 (
                     "bandwidth.false_sharing_penalty_cycles",
                     bw.false_sharing_penalty_cycles,
+                    (1e-6, 1e9),
+                    " cycles",
                 ),
             ] {
                 if let Some(v) = v {
-                    if !(v.is_finite() && v > 0.0) {
-                        return bad(name.into(), format!("must be positive, not {v}"));
-                    }
+                    plausible(name.into(), v, range, unit)?;
                 }
             }
             let known = self.path_names();
@@ -435,12 +457,12 @@ impl MachineModel {
                     ("total_combined_gbs", limit.total_combined_gbs),
                 ] {
                     if let Some(v) = v {
-                        if !(v.is_finite() && v > 0.0) {
-                            return bad(
-                                format!("bandwidth.paths.{name}.{field}"),
-                                format!("must be positive, not {v}"),
-                            );
-                        }
+                        plausible(
+                            format!("bandwidth.paths.{name}.{field}"),
+                            v,
+                            (1e-3, 1e6),
+                            " GB/s",
+                        )?;
                     }
                 }
             }

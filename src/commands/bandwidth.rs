@@ -41,8 +41,9 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
     if !a.set.is_empty() {
         model.apply_overrides(&a.set, &a.machine)?;
     }
-    // The model's bandwidth section first: it is what this command is about.
-    channels(&model)?;
+    // The model's bandwidth section first: it is what this command is about. The error names
+    // the model by its `name`; say where it came from too (a file may be a copy of a preset).
+    channels(&model).with_context(|| format!("--machine {}", a.machine))?;
     let trace = TraceFile::open_with(
         &a.trace,
         OpenOptions {
