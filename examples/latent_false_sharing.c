@@ -25,12 +25,21 @@
  * Threads 2k and 2k+1 use the k-th group of NSLOTS structs (data[0] and
  * data[1] respectively).
  *
- * Usage: latent_false_sharing [REPS [SHIFT]]  (defaults REPS=10000, SHIFT=0;
- *        SHIFT in bytes, multiple of 8, < 128)
+ * Where the slots live decides which predictions can happen.  The global
+ * lfs_slots is declared aligned(128): no link order can shift it, so an
+ * audit predicts its latent false sharing with 128-byte lines only.  With
+ * PLACE=heap the slots come from aligned_alloc(128, ...) instead; the trace
+ * records where a heap block starts, not the alignment asked for, so the
+ * audit also predicts the 32-byte shift.
+ *
+ * Usage: latent_false_sharing [REPS [SHIFT [PLACE]]]  (defaults REPS=10000,
+ *        SHIFT=0, PLACE=global; SHIFT in bytes, multiple of 8, < 128; PLACE
+ *        global or heap)
  * Output (stdout) does not depend on the thread count; thread count on stderr.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <omp.h>
 
 #define NSLOTS 64       /* structs per thread pair */
@@ -50,11 +59,29 @@ int main(int argc, char **argv)
 {
     long reps = argc > 1 ? atol(argv[1]) : 10000;
     long shift = argc > 2 ? atol(argv[2]) : 0;
-    if (reps < 0 || shift < 0 || shift >= 128 || shift % 8) {
-        fprintf(stderr, "usage: %s [REPS [SHIFT: 0..120, multiple of 8]]\n", argv[0]);
+    const char *place = argc > 3 ? argv[3] : "global";
+    int heap = strcmp(place, "heap") == 0;
+    if (reps < 0 || shift < 0 || shift >= 128 || shift % 8 ||
+        (!heap && strcmp(place, "global") != 0)) {
+        fprintf(stderr, "usage: %s [REPS [SHIFT: 0..120, multiple of 8 [global|heap]]]\n",
+                argv[0]);
         return 2;
     }
-    struct slot *slots = (struct slot *)((char *)lfs_slots + shift);
+    char *base = (char *)lfs_slots;
+    if (heap) {
+        /* Only the slots this team uses (plus the one a shifted view reaches into): a
+         * block mostly never written would hide its falsely shared lines behind the
+         * audit's share-of-written-lines threshold. */
+        int maxt = omp_get_max_threads();
+        size_t n = (size_t)((maxt < MAX_THREADS ? maxt : MAX_THREADS) + 1) / 2 * NSLOTS + 1;
+        base = aligned_alloc(128, n * sizeof(struct slot));
+        if (!base) {
+            fprintf(stderr, "out of memory\n");
+            return 2;
+        }
+        memset(base, 0, n * sizeof(struct slot));
+    }
+    struct slot *slots = (struct slot *)(base + shift);
     int nthreads = 1;
 
 #pragma omp parallel
@@ -83,8 +110,10 @@ int main(int argc, char **argv)
                 sum += slots[k].data[h][i];
     fprintf(stderr, "threads=%d slots at %p (address mod 128 = %lu)\n", nthreads,
             (void *)slots, (unsigned long)((unsigned long)slots % 128));
-    printf("latent_false_sharing reps=%ld shift=%ld updates_per_thread=%ld %s\n",
-           reps, shift, reps * NSLOTS,
+    printf("latent_false_sharing reps=%ld shift=%ld place=%s updates_per_thread=%ld %s\n",
+           reps, shift, place, reps * NSLOTS,
            sum == (long)nthreads * reps * NSLOTS ? "checksum=ok" : "checksum=BAD");
+    if (heap)
+        free(base);
     return sum == (long)nthreads * reps * NSLOTS ? 0 : 1;
 }

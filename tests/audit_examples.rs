@@ -268,7 +268,9 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
         );
     }
 
-    // Latent: clean with the recorded placement, false sharing once shifted by 32 bytes.
+    // Latent: clean with the recorded placement, false sharing with 128-byte lines; the
+    // 32-byte shift that would show it with 64-byte lines cannot happen to `lfs_slots`,
+    // which is declared aligned(128).
     let a = audit(dir.path(), &bin, "latent_false_sharing", &["200", "0"], &[]);
     assert_eq!(
         a.exit, 0,
@@ -276,8 +278,27 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
     );
     assert!(findings(&a, "false_sharing").is_empty());
     let latent = findings(&a, "latent_false_sharing");
-    assert_eq!(latent.len(), 1);
+    assert_eq!(latent.len(), 1, "{latent:#?}");
     assert_eq!(latent[0]["object"]["name"], "lfs_slots");
+    assert_eq!(latent[0]["layout"]["line_size"], 128);
+    assert_eq!(latent[0]["layout"]["shift"], 0);
+    // The same slots from aligned_alloc(128, ...): the trace does not say which alignment was
+    // asked for, so the shift is predicted (the worst layout: 64-byte lines, 32 bytes on).
+    let h = audit(
+        dir.path(),
+        &bin,
+        "latent_false_sharing",
+        &["200", "0", "heap"],
+        &[],
+    );
+    assert_eq!(h.exit, 0);
+    let latent = findings(&h, "latent_false_sharing");
+    assert_eq!(latent.len(), 1, "{latent:#?}");
+    let object = latent[0]["object"]["name"].as_str().unwrap();
+    assert!(
+        object.starts_with("heap block from main (") && object.contains("latent_false_sharing.c:"),
+        "{object}"
+    );
     assert_eq!(latent[0]["layout"]["line_size"], 64);
     assert_eq!(latent[0]["layout"]["shift"], 32);
     assert!(a.sarif["runs"][0]["results"]

@@ -65,6 +65,11 @@ fn examples_build_and_agree() {
         ("mutex_counter", &["10000", "2"], Some("ok")),
         ("latent_false_sharing", &["1000", "0"], Some("checksum=ok")),
         ("latent_false_sharing", &["1000", "32"], Some("checksum=ok")),
+        (
+            "latent_false_sharing",
+            &["1000", "32", "heap"],
+            Some("place=heap updates_per_thread=64000 checksum=ok"),
+        ),
     ];
     let mut outputs = std::collections::BTreeMap::new();
     for (name, args, expect) in cases {

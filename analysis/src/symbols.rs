@@ -18,6 +18,7 @@
 //! addresses are not identifiable from a trace (thread stacks are not recorded), so they are
 //! [`DataObject::Unknown`], as is thread-local storage (TLS symbols are per-thread offsets).
 
+mod alignment;
 mod module;
 mod path;
 mod source;
@@ -410,6 +411,16 @@ impl Symbolizer {
             offset: probe - sym.start,
             size: sym.end - sym.start,
         })
+    }
+
+    /// The alignment declared (DWARF `DW_AT_alignment`: `alignas`, `aligned(N)`) for the
+    /// global or static object holding `addr`, if it has one; parses the module's DWARF.
+    pub fn declared_alignment(&mut self, addr: u64) -> Option<u64> {
+        let i = self.extent_module(addr)?;
+        let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
+        let m = self.open(i)?;
+        let start = m.objects.find(probe)?.start;
+        m.declared_alignment(start)
     }
 
     /// What `addr` belongs to: a live heap block in `heap`, else a global object, else

@@ -19,6 +19,12 @@ const PROGRAM: &str = r#"#include <stdio.h>
 long g_counts[16];
 static double s_table[8] = {1, 2, 3};
 static void *pcs[4];
+/* Declared alignments: on the variable, and on an array's element type through a typedef
+   and a qualifier. */
+_Alignas(128) long g_aligned[4];
+struct __attribute__((aligned(64))) padded { long v; };
+typedef struct padded padded_t;
+volatile padded_t g_padded[4];
 
 /* Records its return address once per id: minus one, that is a trace's code position. */
 __attribute__((noinline)) void probe(int id) {
@@ -48,7 +54,11 @@ int main(int argc, char **argv) {
     (void)argv;
     bump(argc * 100);
     outer(argc * 100);
+    g_aligned[argc & 3] += argc;
+    g_padded[argc & 3].v += argc;
     printf("g_counts3 %p\n", (void *)&g_counts[3]);
+    printf("g_aligned1 %p\n", (void *)&g_aligned[1]);
+    printf("g_padded2 %p\n", (void *)&g_padded[2]);
     printf("s_table2 %p\n", (void *)&s_table[2]);
     printf("main %p\n", (void *)main);
     printf("pc0 %p\n", pcs[0]);
@@ -178,6 +188,29 @@ fn global(obj: Option<DataObject>) -> (String, String, u64, u64) {
             size,
         }) => (module.to_string(), name.to_string(), offset, size),
         other => panic!("not a global: {other:?}"),
+    }
+}
+
+#[test]
+fn declared_alignments_come_from_the_variable_or_its_type() {
+    for cc in compilers() {
+        let b = build(cc, &[]);
+        let mut sym = Symbolizer::new([&b.module]);
+        assert_eq!(
+            sym.declared_alignment(b.addr("g_aligned1")),
+            Some(128),
+            "{cc}"
+        );
+        assert_eq!(
+            sym.declared_alignment(b.addr("g_padded2")),
+            Some(64),
+            "{cc}"
+        );
+        // Nothing declared: the compiler's own alignment is no promise.
+        assert_eq!(sym.declared_alignment(b.addr("g_counts3")), None, "{cc}");
+        assert_eq!(sym.declared_alignment(b.addr("s_table2")), None, "{cc}");
+        // No object there.
+        assert_eq!(sym.declared_alignment(0x10), None, "{cc}");
     }
 }
 

@@ -5,8 +5,10 @@
 //! DWARF context is built (the file read again, its sections copied into shared buffers) on
 //! the first code lookup in the module only: most modules of a trace (libc, libm, the shim)
 //! are asked about data addresses or never at all, and parsing their line tables up front
-//! would dominate start-up.
+//! would dominate start-up. The declared alignments of variables (`alignment.rs`) are read
+//! with it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,6 +16,7 @@ use addr2line::gimli;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use tracing::{debug, warn};
 
+use super::alignment::declared_alignments;
 use super::{hex, SymbolError};
 
 /// The gimli reader: sections copied into shared buffers, so the context owns its data.
@@ -104,8 +107,15 @@ enum Dwarf {
     /// file) and its build-id when it has one. Only the path is kept, not the bytes: a data
     /// lookup opens every module of the trace, and few of them are ever asked about code.
     Pending(PathBuf, Vec<u8>),
-    Ready(Box<Context>),
+    Ready(Box<Parsed>),
     Absent,
+}
+
+/// A module's parsed DWARF: what code positions and data objects need from it.
+struct Parsed {
+    context: Context,
+    /// Declared alignments of variables, by link-time start address (`alignment.rs`).
+    alignments: BTreeMap<u64, u64>,
 }
 
 /// A module that was read and checked against the trace's build-id.
@@ -253,14 +263,24 @@ impl LoadedModule {
                 return None;
             };
             match build_context(&path, &build_id) {
-                Ok(ctx) => self.dwarf = Dwarf::Ready(Box::new(ctx)),
+                Ok(parsed) => self.dwarf = Dwarf::Ready(Box::new(parsed)),
                 Err(e) => {
                     warn!(path = %path.display(), error = %e, "unreadable DWARF; using symbol names only")
                 }
             }
         }
         match &self.dwarf {
-            Dwarf::Ready(ctx) => Some(ctx),
+            Dwarf::Ready(parsed) => Some(&parsed.context),
+            _ => None,
+        }
+    }
+
+    /// The alignment declared in DWARF for the variable starting at link-time address
+    /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
+    pub fn declared_alignment(&mut self, start: u64) -> Option<u64> {
+        self.context()?;
+        match &self.dwarf {
+            Dwarf::Ready(parsed) => parsed.alignments.get(&start).copied(),
             _ => None,
         }
     }
@@ -278,9 +298,9 @@ fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
-/// Reads `path` again and builds its DWARF context, refusing a file whose build-id is no
-/// longer the one seen when the module was opened (replaced in between).
-fn build_context(path: &Path, build_id: &[u8]) -> Result<Context, String> {
+/// Reads `path` again and builds its DWARF context and alignment table, refusing a file
+/// whose build-id is no longer the one seen when the module was opened (replaced in between).
+fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     let bytes = read_regular_file(path).map_err(|e| e.to_string())?;
     let file = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
     let now = file.build_id().ok().flatten().unwrap_or_default();
@@ -310,7 +330,12 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Context, String> {
         Ok(gimli::EndianArcSlice::new(data, endian))
     };
     let dwarf = gimli::Dwarf::load(load)?;
-    Context::from_dwarf(dwarf).map_err(|e| e.to_string())
+    let alignments = declared_alignments(&dwarf);
+    let context = Context::from_dwarf(dwarf).map_err(|e| e.to_string())?;
+    Ok(Parsed {
+        context,
+        alignments,
+    })
 }
 
 /// Looks for a separate debug file: by build-id under each debug directory
