@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use addr2line::gimli;
 use gimli::AttributeValue;
 
-/// How many type links (typedef, const, volatile, array, member-of) are followed from a
+/// How many type links (typedef, const, volatile, array element) are followed from a
 /// variable to find a declared alignment: real programs need a few, and a cycle in corrupt
 /// DWARF must end.
 const MAX_TYPE_DEPTH: usize = 16;
