@@ -4,7 +4,7 @@
 //! Run: `cargo run --release -p cachescope-benches --example merge_probe -- TRACE`
 use std::time::Instant;
 
-use cachescope_schema::TraceFile;
+use cachescope_schema::{QuantaSizes, TraceFile};
 
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
@@ -36,7 +36,7 @@ fn main() {
                     out.iter_mut().for_each(Vec::clear);
                     ties.iter_mut().for_each(Vec::clear);
                     let more = m
-                        .next_quanta(slack, 1 << 16, &mut out, &mut ties)
+                        .next_quanta(slack, QuantaSizes::whole(1 << 16), &mut out, &mut ties)
                         .expect("quanta");
                     n += out.iter().map(Vec::len).sum::<usize>();
                     if !more {

@@ -36,7 +36,7 @@ pub mod writer;
 
 pub use error::{ErrorKind, Result, TraceError};
 pub use event::{Access, AccessKind, CodePos, Event, EventKind, ThreadId};
-pub use merge::{MergedEvents, TimedEvent};
+pub use merge::{MergedEvents, QuantaSizes, TimedEvent};
 pub use reader::{CursorMark, OpenOptions, ThreadCursor, ThreadEvents, TraceFile};
 pub use record::{HostInfo, ModuleInfo, TimeUnit, TraceHeader, Trailer};
 pub use summary::{verify_file, TraceSummary, VerifyReport};

@@ -28,6 +28,8 @@ use crate::record::TimeUnit;
 
 mod window;
 
+pub use window::QuantaSizes;
+
 /// An event with its thread and aligned global time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TimedEvent {
@@ -88,6 +90,10 @@ pub struct MergedEvents {
     /// While `next_quanta` runs: threads woken at the very time of the waking event (slot,
     /// time), for it to order that time's events (see `merge/window.rs`).
     same_time_wakes: Option<Vec<(usize, u64)>>,
+    /// Per slot, events `next_quanta` cut off its last call, for the next one.
+    carry: Vec<Vec<TimedEvent>>,
+    /// Per slot, the length of `next_quanta`'s output vector when the call began.
+    call_start: Vec<usize>,
 }
 
 impl MergedEvents {
@@ -122,6 +128,8 @@ impl MergedEvents {
             incomplete: false,
             now: 0,
             same_time_wakes: None,
+            carry: Vec::new(),
+            call_start: Vec::new(),
         }
     }
 

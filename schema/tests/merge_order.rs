@@ -1,7 +1,7 @@
 //! The global (time, thread) order and clock alignment at sync events, checked by hand.
 
 use cachescope_schema::{
-    ErrorKind, Event, TimeUnit, TimedEvent, TraceFile, TraceHeader, TraceWriter,
+    ErrorKind, Event, QuantaSizes, TimeUnit, TimedEvent, TraceFile, TraceHeader, TraceWriter,
 };
 
 fn trace(unit: TimeUnit, threads: &[Vec<Event>]) -> (tempfile::TempDir, TraceFile) {
@@ -293,29 +293,36 @@ fn one_by_one(f: &TraceFile) -> (Vec<TimedEvent>, Option<String>) {
 }
 
 /// What `next_quanta` gave: each thread's events and their ties, the error if the merge
-/// failed, and each call's first and last quantum.
-type Windowed = (
-    Vec<Vec<TimedEvent>>,
-    Vec<Vec<u32>>,
-    Option<String>,
-    Vec<(u64, u64)>,
-);
+/// failed, each call's first and last quantum, and every call's events sorted by the
+/// engine's key (`by_key`), one call after the other.
+struct Windowed {
+    threads: Vec<Vec<TimedEvent>>,
+    ties: Vec<Vec<u32>>,
+    err: Option<String>,
+    calls: Vec<(u64, u64)>,
+    in_calls: Vec<TimedEvent>,
+}
 
-/// `next_quanta` with quanta of `slack` and calls of at least `max` events.
-fn windowed(f: &TraceFile, slack: u64, max: usize) -> Windowed {
+/// `next_quanta` with quanta of `slack` and calls of `sizes`.
+fn windowed(f: &TraceFile, slack: u64, sizes: QuantaSizes) -> Windowed {
     let mut m = f.merged().unwrap();
     let ids = m.thread_ids();
-    let mut all = vec![Vec::new(); ids.len()];
-    let mut all_ties = vec![Vec::new(); ids.len()];
-    let mut calls = Vec::new();
+    let mut w = Windowed {
+        threads: vec![Vec::new(); ids.len()],
+        ties: vec![Vec::new(); ids.len()],
+        err: None,
+        calls: Vec::new(),
+        in_calls: Vec::new(),
+    };
     loop {
         let mut out = vec![Vec::new(); ids.len()];
         let mut ties = vec![Vec::new(); ids.len()];
-        let r = m.next_quanta(slack, max, &mut out, &mut ties);
+        let r = m.next_quanta(slack, sizes, &mut out, &mut ties);
         let quanta = out.iter().flatten().map(|e| e.time / slack);
         if let (Some(lo), Some(hi)) = (quanta.clone().min(), quanta.max()) {
-            calls.push((lo, hi));
+            w.calls.push((lo, hi));
         }
+        w.in_calls.extend(by_key(&out, &ties));
         for (t, (events, ties)) in out.into_iter().zip(ties).enumerate() {
             assert!(
                 events.iter().all(|e| e.thread == ids[t]),
@@ -323,13 +330,16 @@ fn windowed(f: &TraceFile, slack: u64, max: usize) -> Windowed {
                 ids[t]
             );
             assert_eq!(events.len(), ties.len(), "thread {}", ids[t]);
-            all[t].extend(events);
-            all_ties[t].extend(ties);
+            w.threads[t].extend(events);
+            w.ties[t].extend(ties);
         }
         match r {
             Ok(true) => continue,
-            Ok(false) => return (all, all_ties, None, calls),
-            Err(e) => return (all, all_ties, Some(e.to_string()), calls),
+            Ok(false) => return w,
+            Err(e) => {
+                w.err = Some(e.to_string());
+                return w;
+            }
         }
     }
 }
@@ -356,18 +366,38 @@ fn by_key(threads: &[Vec<TimedEvent>], ties: &[Vec<u32>]) -> Vec<TimedEvent> {
 }
 
 /// Whole quanta, each thread's events apart, give every event of the global order with the
-/// same time, each thread's in its order, and the same error; sorted by (time, tie or else
-/// thread, index) they are the global order; no quantum is split between calls, and a call
-/// ends once it holds `max` events.
+/// same time, each thread's in its order, and the same error; each call's events sorted by
+/// (time, tie or else thread, index) are the next stretch of the global order; without a
+/// split no quantum is split between calls, and a call ends once it holds `at_least` events.
+/// Calls split where they hold more than `split_above` events: then quanta may continue into
+/// the next call, and a trace in one quantum is read in several calls.
 fn assert_windows_equal_merge(
     f: &TraceFile,
     single: &(Vec<TimedEvent>, Option<String>),
     what: &str,
 ) {
     let ids = f.merged().unwrap().thread_ids();
+    let split = |at_least, split_above| QuantaSizes {
+        at_least,
+        split_above,
+        fail_above: usize::MAX,
+    };
     for slack in [1, 3, 64, 1000, u64::MAX] {
-        for max in [1, 100, 1 << 20] {
-            let (threads, ties, err, calls) = windowed(f, slack, max);
+        for sizes in [
+            QuantaSizes::whole(1),
+            QuantaSizes::whole(100),
+            QuantaSizes::whole(1 << 20),
+            split(1, 1),
+            split(100, 7),
+            split(1 << 20, 100),
+        ] {
+            let Windowed {
+                threads,
+                err,
+                calls,
+                in_calls,
+                ..
+            } = windowed(f, slack, sizes);
             for (t, events) in threads.iter().enumerate() {
                 let expected: Vec<TimedEvent> = single
                     .0
@@ -378,7 +408,7 @@ fn assert_windows_equal_merge(
                 if *events != expected {
                     let at = events.iter().zip(&expected).position(|(a, b)| a != b);
                     panic!(
-                        "{what}, slack {slack}, max {max}, thread {t}: {} vs {} events, first difference at {at:?}: {:?} vs {:?}",
+                        "{what}, slack {slack}, {sizes:?}, thread {t}: {} vs {} events, first difference at {at:?}: {:?} vs {:?}",
                         events.len(),
                         expected.len(),
                         at.map(|i| events[i]),
@@ -386,19 +416,33 @@ fn assert_windows_equal_merge(
                     );
                 }
             }
-            assert_eq!(err, single.1, "{what}, slack {slack}, max {max}");
+            assert_eq!(err, single.1, "{what}, slack {slack}, {sizes:?}");
             if err.is_none() {
                 assert!(
-                    by_key(&threads, &ties) == single.0,
-                    "{what}, slack {slack}, max {max}: sorted by key"
+                    in_calls == single.0,
+                    "{what}, slack {slack}, {sizes:?}: each call sorted by key"
                 );
             }
-            assert!(
-                calls.windows(2).all(|c| c[0].1 < c[1].0),
-                "{what}, slack {slack}, max {max}: a quantum split between calls: {calls:?}"
-            );
-            if max == 1 << 20 && single.0.len() < max {
-                assert!(calls.len() <= 1, "{what}, slack {slack}: {calls:?}");
+            if sizes.split_above == usize::MAX {
+                assert!(
+                    calls.windows(2).all(|c| c[0].1 < c[1].0),
+                    "{what}, slack {slack}, {sizes:?}: a quantum split between calls: {calls:?}"
+                );
+                if sizes.at_least == 1 << 20 && single.0.len() < sizes.at_least {
+                    assert!(calls.len() <= 1, "{what}, slack {slack}: {calls:?}");
+                }
+            } else {
+                assert!(
+                    calls.windows(2).all(|c| c[0].1 <= c[1].0),
+                    "{what}, slack {slack}, {sizes:?}: calls out of order: {calls:?}"
+                );
+                if slack == u64::MAX && err.is_none() && single.0.len() > 4 * sizes.split_above {
+                    assert!(
+                        calls.len() > 1,
+                        "{what}, {sizes:?}: one quantum of {} events in one call",
+                        single.0.len()
+                    );
+                }
             }
         }
     }
@@ -584,7 +628,13 @@ proptest::proptest! {
         threads in 2usize..5,
         spawn in proptest::prelude::any::<bool>(),
         slack in proptest::sample::select(vec![1u64, 2, 5, 1000, u64::MAX]),
-        max in proptest::sample::select(vec![1usize, 7, 1 << 20]),
+        sizes in proptest::sample::select(vec![
+            QuantaSizes::whole(1),
+            QuantaSizes::whole(7),
+            QuantaSizes::whole(1 << 20),
+            QuantaSizes { at_least: 1, split_above: 1, fail_above: usize::MAX },
+            QuantaSizes { at_least: 1 << 20, split_above: 3, fail_above: usize::MAX },
+        ]),
         seg in proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(sync_op(), 0..6), 4), 1..4),
         picks in proptest::collection::vec(0usize..4, 0..10),
     ) {
@@ -598,8 +648,55 @@ proptest::proptest! {
         let (_d, f) = sync_trace(&segments, &lock_order, spawn);
         let single = one_by_one(&f);
         proptest::prop_assert!(single.1.is_none(), "{:?}", single.1);
-        let (events, ties, err, _) = windowed(&f, slack, max);
-        proptest::prop_assert!(err.is_none());
-        proptest::prop_assert!(by_key(&events, &ties) == single.0);
+        let w = windowed(&f, slack, sizes);
+        proptest::prop_assert!(w.err.is_none());
+        proptest::prop_assert!(w.in_calls == single.0);
     }
+}
+
+/// Time that does not move, at a time when threads left a barrier: the order of that time's
+/// events depends on the wake, so no call can end inside it. Splitting is refused once more
+/// than `fail_above` events pile up (the parallel engine would hold them all), with a message
+/// that names the time and the way out; without that bound the call holds them all. The same
+/// accesses without the barrier are split.
+#[test]
+fn events_that_cannot_be_split_are_refused_beyond_the_bound() {
+    let loads = |base: u64| (0..30u64).map(move |i| Event::load(base + 64 * i, 8));
+    let with_barrier: Vec<Vec<Event>> = [0x1000u64, 0x9000]
+        .iter()
+        .map(|&b| [ENTER2, LEAVE].into_iter().chain(loads(b)).collect())
+        .collect();
+    let sizes = QuantaSizes {
+        at_least: 1 << 20,
+        split_above: 4,
+        fail_above: 20,
+    };
+    let (_d, f) = trace(TimeUnit::Instructions, &with_barrier);
+    let w = windowed(&f, 1000, sizes);
+    let err = w.err.expect("more than 20 events that cannot be split");
+    assert!(
+        err.contains("limit exceeded")
+            && err.contains("more than 20 events")
+            && err.contains("at time 0")
+            && err.contains("exact engine"),
+        "{err}"
+    );
+    let unbounded = QuantaSizes {
+        fail_above: usize::MAX,
+        ..sizes
+    };
+    let w = windowed(&f, 1000, unbounded);
+    assert!(w.err.is_none(), "{:?}", w.err);
+    assert_eq!(w.calls.len(), 1, "{:?}", w.calls);
+    assert!(w.in_calls == merged(&f));
+
+    let plain: Vec<Vec<Event>> = [0x1000u64, 0x9000]
+        .iter()
+        .map(|&b| loads(b).collect())
+        .collect();
+    let (_d, f) = trace(TimeUnit::Instructions, &plain);
+    let w = windowed(&f, 1000, sizes);
+    assert!(w.err.is_none(), "{:?}", w.err);
+    assert!(w.calls.len() >= 60 / 5, "{:?}", w.calls);
+    assert!(w.in_calls == merged(&f));
 }

@@ -20,8 +20,39 @@ use std::collections::{BinaryHeap, HashMap};
 use std::ops::Range;
 
 use super::{copy_plain, MergedEvents, TimedEvent, Wait};
-use crate::error::Result;
+use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::ThreadId;
+
+/// How many events [`MergedEvents::next_quanta`] hands out per call.
+///
+/// A quantum is a span of time, and where time hardly moves (an import whose clock advances
+/// only with instruction records) one quantum can hold any number of events; the parallel
+/// engine keeps a call's events in memory. So a call that holds more than `split_above`
+/// events ends at the next point where the events handed out are a prefix of the global
+/// order, even inside a quantum (the engine is exact at any such point; it simulates the
+/// pieces one after the other). Such points exist at every time except one at which a
+/// thread woke at that very time (module docs); if more than `fail_above` events pile up
+/// without one, the call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuantaSizes {
+    /// A call goes on to the end of the quantum in which it reaches this many events.
+    pub at_least: usize,
+    /// A call holding more events ends at the next point it can be cut.
+    pub split_above: usize,
+    /// A call holding more events that it cannot cut fails.
+    pub fail_above: usize,
+}
+
+impl QuantaSizes {
+    /// Calls of whole quanta, at least `n` events each, never split.
+    pub fn whole(n: usize) -> Self {
+        QuantaSizes {
+            at_least: n,
+            split_above: usize::MAX,
+            fail_above: usize::MAX,
+        }
+    }
+}
 
 /// What woke a thread at the very time of the wake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,20 +82,27 @@ impl MergedEvents {
     /// Appends the events of the next whole quanta of `slack` time units (quantum `q` holds
     /// the times `q·slack ..= q·slack + slack − 1`) to `out`, one vector per thread in the
     /// order of [`Self::thread_ids`]: each event with the time [`Self::next_batch`] gives it,
-    /// each thread's in its own order, until at least `max` events were appended (at a quantum
-    /// boundary: a quantum is never split between calls) or the merge ends. Quanta without
-    /// events are skipped. `ties` receives one number per event, parallel to `out`: 0, or at a
-    /// time when a thread woke at that very time, the event's rank among all events of that
-    /// time in the global order (see the module docs). Sorting the events by (time, tie or
-    /// else thread, index in the thread) gives the global order. `Ok(false)` once the merge
-    /// has ended (`out` may have received events before), and after an error.
+    /// each thread's in its own order, until at least `sizes.at_least` events were appended
+    /// (at a quantum boundary) or the merge ends. Quanta without events are skipped. `ties`
+    /// receives one number per event, parallel to `out`: 0, or at a time when a thread woke at
+    /// that very time, the event's rank among all events of that time in the global order (see
+    /// the module docs). Sorting one call's events by (time, tie or else thread, index in the
+    /// thread) gives the next stretch of the global order.
+    ///
+    /// A quantum is split between calls only where it holds more than `sizes.split_above`
+    /// events (see [`QuantaSizes`]). `Ok(false)` once the merge has ended (`out` may have
+    /// received events before), and after an error.
+    ///
+    /// # Errors
+    /// Those of the merge, and [`ErrorKind::LimitExceeded`] when more than `sizes.fail_above`
+    /// events pile up that cannot be split (see [`QuantaSizes`]).
     ///
     /// # Panics
     /// If `out` or `ties` has fewer vectors than the trace has threads.
     pub fn next_quanta(
         &mut self,
         slack: u64,
-        max: usize,
+        sizes: QuantaSizes,
         out: &mut [Vec<TimedEvent>],
         ties: &mut [Vec<u32>],
     ) -> Result<bool> {
@@ -73,9 +111,24 @@ impl MergedEvents {
         if self.finished {
             return Ok(false);
         }
+        let slack = slack.max(1);
+        // Events a split left over come first: they follow everything handed out before.
+        let mut carried = 0;
+        let mut last = None;
+        self.call_start.clear();
+        self.call_start.extend(out.iter().take(n).map(Vec::len));
+        for (k, c) in self.carry.iter_mut().enumerate() {
+            if let Some(e) = c.last() {
+                let q = e.time / slack;
+                last = Some(last.map_or(q, |l: u64| l.max(q)));
+            }
+            carried += c.len();
+            out[k].append(c);
+            ties[k].resize(out[k].len(), 0);
+        }
         self.same_time_wakes = Some(Vec::new());
         let mut wakes = Vec::new();
-        let r = self.fill_quanta(slack.max(1), max, out, ties, &mut wakes);
+        let r = self.fill_quanta(slack, sizes, carried, last, out, ties, &mut wakes);
         self.same_time_wakes = None;
         if r.is_ok() {
             rank_ties(&self.thread_ids(), out, ties, &mut wakes);
@@ -83,17 +136,19 @@ impl MergedEvents {
         r
     }
 
+    /// [`Self::next_quanta`] after the carried events (`added` of them, up to quantum `last`).
+    #[allow(clippy::too_many_arguments)]
     fn fill_quanta(
         &mut self,
         slack: u64,
-        max: usize,
+        sizes: QuantaSizes,
+        mut added: usize,
+        mut last: Option<u64>,
         out: &mut [Vec<TimedEvent>],
         ties: &mut [Vec<u32>],
         wakes: &mut Vec<Wake>,
     ) -> Result<bool> {
-        let mut added = 0usize;
-        // The last quantum of this call, once the first event fixed the first one.
-        let mut last: Option<u64> = None;
+        // `last`: the last quantum of this call, once the first event fixed the first one.
         let mut releases = 0u32;
         loop {
             let first = self.first_thread(|m| {
@@ -115,13 +170,36 @@ impl MergedEvents {
             let quantum = self.threads[i].clock / slack;
             let last = match last {
                 Some(l) if quantum <= l => l,
-                Some(_) if added >= max => {
+                Some(_) if added >= sizes.at_least => {
                     self.current = Some(i);
                     return Ok(true);
                 }
                 _ => *last.insert(quantum),
             };
-            let ran = self.run_plain(i, slack, last, &mut out[i]);
+            if added > sizes.split_above {
+                if self.split_before(i, out, ties, wakes) {
+                    self.current = Some(i);
+                    return Ok(true);
+                }
+                if added > sizes.fail_above {
+                    self.finished = true;
+                    let t = &self.threads[i];
+                    return Err(TraceError::new(
+                        ErrorKind::LimitExceeded,
+                        format!(
+                            "more than {} events of the global order at time {} cannot be split \
+                             into smaller pieces (threads hand over a lock or barrier at that \
+                             very time while time does not move); the parallel engine would \
+                             hold them all in memory: use the exact engine",
+                            sizes.fail_above, t.clock
+                        ),
+                    ));
+                }
+            }
+            // A run stops where the call would hold more than `split_above` events, so that
+            // a split keeps the call near that size.
+            let room = sizes.split_above.saturating_sub(added).max(1);
+            let ran = self.run_plain(i, slack, last, room, &mut out[i]);
             ties[i].resize(out[i].len(), 0);
             added += ran;
             let t = &self.threads[i];
@@ -153,6 +231,57 @@ impl MergedEvents {
         }
     }
 
+    /// Ends the call before thread `i`'s next event, the first of the rest of the global
+    /// order, if the events handed out so far can be cut there: keeps every thread's events
+    /// before that point and carries the others over to the next call. Returns whether it
+    /// cut.
+    ///
+    /// Thread `i` is at time `h`. Every event left in the merge is at `h` or later, so the
+    /// events before `h` are all out. Those at `h` are ordered by thread id unless a thread
+    /// woke at `h` (module docs); without such a wake in this call, the threads with a
+    /// smaller id than `i`'s have handed out all their events at `h` (else one of them would
+    /// come first), and `i` those before its next. So the events before `h`, and those at `h`
+    /// of `i` and of threads with smaller ids, are a prefix of the global order, and the rest
+    /// (events a thread's run copied ahead of the others) follows it. With a wake at `h` the
+    /// order of `h`'s events depends on wakes the next call would not see: no cut.
+    fn split_before(
+        &mut self,
+        i: usize,
+        out: &mut [Vec<TimedEvent>],
+        ties: &mut [Vec<u32>],
+        wakes: &[Wake],
+    ) -> bool {
+        let h = self.threads[i].clock;
+        let id = self.threads[i].cursor.thread();
+        // Wakes happen at the time of the thread first in the global order, never later
+        // than `h`.
+        if wakes.iter().any(|w| w.time >= h) {
+            return false;
+        }
+        let keep: Vec<usize> = self
+            .threads
+            .iter()
+            .zip(out.iter())
+            .map(|(t, v)| {
+                if t.cursor.thread() <= id {
+                    v.partition_point(|e| e.time <= h)
+                } else {
+                    v.partition_point(|e| e.time < h)
+                }
+            })
+            .collect();
+        // Cut only where the call hands something out (it must make progress).
+        if !keep.iter().zip(&self.call_start).any(|(&k, &s)| k > s) {
+            return false;
+        }
+        self.carry.resize_with(self.threads.len(), Vec::new);
+        for (k, &at) in keep.iter().enumerate() {
+            self.carry[k] = out[k].split_off(at);
+            ties[k].truncate(at);
+        }
+        true
+    }
+
     /// Records the threads just woken at the time of the wake, by `by`.
     fn take_wakes(&mut self, by: Waker, out: &[Vec<TimedEvent>], wakes: &mut Vec<Wake>) {
         if let Some(w) = &mut self.same_time_wakes {
@@ -168,9 +297,16 @@ impl MergedEvents {
     }
 
     /// Appends thread `i`'s decoded accesses and time advances that start in quanta up to
-    /// `last` to `out`, up to its next sync event or the end of the decoded chunk; returns
-    /// how many.
-    fn run_plain(&mut self, i: usize, slack: u64, last: u64, out: &mut Vec<TimedEvent>) -> usize {
+    /// `last` to `out`, up to its next sync event, the end of the decoded chunk or `max`
+    /// events; returns how many.
+    fn run_plain(
+        &mut self,
+        i: usize,
+        slack: u64,
+        last: u64,
+        max: usize,
+        out: &mut Vec<TimedEvent>,
+    ) -> usize {
         let t = &mut self.threads[i];
         let in_window = |clock: u64| clock / slack <= last;
         if !in_window(t.clock) {
@@ -181,7 +317,7 @@ impl MergedEvents {
             t.cursor.thread(),
             t.clock,
             self.access_cost,
-            usize::MAX,
+            max,
             out,
             in_window,
         );

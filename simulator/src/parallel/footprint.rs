@@ -16,6 +16,13 @@ use crate::thread_index::ThreadIndex;
 /// Entries of the filter of recently recorded lines.
 const FILTER: usize = 64;
 
+/// Lines all cores' footprints of a quantum may hold together (about 48 MB): beyond that a
+/// quantum runs in lockstep, which needs no footprint. A quantum is a span of time, and where
+/// time hardly moves (an import whose clock advances only with instruction records, a
+/// recorded `memset` of a gigabyte) one quantum can touch any number of lines; without a cap
+/// the footprints of 40 accesses of 16 MiB took 1.9 GB.
+pub(crate) const FOOTPRINT_LINES: usize = 1 << 20;
+
 /// One core's footprint in a quantum.
 ///
 /// What other host threads read (the line list) is written in order;
@@ -36,6 +43,11 @@ pub(crate) struct Footprint {
     /// a write was recorded): a core's accesses mostly revisit a few lines, and the filter
     /// spares their hash lookups.
     recent: [(u64, bool); FILTER],
+    /// Lines this footprint may hold before it gives up (see [`FOOTPRINT_LINES`]).
+    limit: usize,
+    /// The core touches more than `limit` lines in the quantum: the footprint is incomplete
+    /// (`list` is empty) and the quantum must run in lockstep.
+    pub overflow: bool,
 }
 
 impl Default for Footprint {
@@ -45,11 +57,21 @@ impl Default for Footprint {
             lines: FxHashMap::default(),
             dir_conflict: false,
             recent: [(0, false); FILTER],
+            limit: usize::MAX,
+            overflow: false,
         }
     }
 }
 
 impl Footprint {
+    /// An empty footprint that overflows beyond `limit` lines.
+    pub fn with_limit(limit: usize) -> Self {
+        Footprint {
+            limit,
+            ..Footprint::default()
+        }
+    }
+
     /// Replaces the footprint with that of core `core` in `events` (one quantum).
     #[cfg(test)]
     pub fn scan(
@@ -74,6 +96,7 @@ impl Footprint {
         self.lines.clear();
         self.dir_conflict = false;
         self.recent = [(0, false); FILTER];
+        self.overflow = false;
     }
 
     /// Sets `dir_conflict`: whether core `core`'s footprint (complete) interacts with another
@@ -93,27 +116,40 @@ impl Footprint {
     /// Ends the scan of a quantum: lists the lines, for the threads that read them next.
     pub fn finish(&mut self) {
         self.list.clear();
-        self.list.extend(self.lines.iter().map(|(&l, &w)| (l, w)));
+        if self.overflow {
+            // Give the memory back: the quantum runs in lockstep, and the next one is most
+            // likely small.
+            self.lines = FxHashMap::default();
+            self.list.shrink_to_fit();
+        } else {
+            self.list.extend(self.lines.iter().map(|(&l, &w)| (l, w)));
+        }
     }
 
     /// Adds the core's event `e`.
     #[inline]
     pub fn add(&mut self, e: &TimedEvent, geo: &Geometry) {
         let Event::Access(a) = e.event else { return };
-        if a.kind == AccessKind::Fetch {
+        if a.kind == AccessKind::Fetch || self.overflow {
             return;
         }
         let write = a.kind.writes();
-        let (lines, recent) = (&mut self.lines, &mut self.recent);
+        let (lines, recent, limit) = (&mut self.lines, &mut self.recent, self.limit);
+        let mut overflow = false;
         for_each_line(&a, geo.shift, geo.line_size, |line, _, _| {
             let slot = &mut recent[fib_index(line, FILTER.trailing_zeros())];
-            if slot.0 == line.wrapping_add(1) && (slot.1 || !write) {
+            if overflow || slot.0 == line.wrapping_add(1) && (slot.1 || !write) {
+                return;
+            }
+            if lines.len() >= limit && !lines.contains_key(&line) {
+                overflow = true;
                 return;
             }
             let w = lines.entry(line).or_insert(false);
             *w |= write;
             *slot = (line.wrapping_add(1), *w);
         });
+        self.overflow = overflow;
     }
 }
 

@@ -84,7 +84,7 @@ use crate::shadow::Classifier;
 use crate::thread_index::ThreadIndex;
 
 use self::core::{for_each_line, CoreSim};
-use self::footprint::Footprint;
+use self::footprint::{Footprint, FOOTPRINT_LINES};
 use self::ledger::Observer;
 use self::order::for_each_in_order;
 pub use self::order::{threads_apart, ThreadEvents, ThreadStream};
@@ -111,6 +111,15 @@ fn shared_write<'a>(foots: impl Iterator<Item = &'a Footprint> + Clone) -> bool 
         })
     })
 }
+
+/// Lines a core's footprint may hold, however many cores share [`FOOTPRINT_LINES`].
+const MIN_FOOTPRINT_LINES: usize = 1 << 14;
+
+/// Operations of the shared levels' classification log (16 bytes each) that a lockstep
+/// quantum lets pile up before it replays them itself. A quantum that runs apart logs a few
+/// operations per request, and its requests are bounded by its events, which are in memory
+/// anyway; a lockstep quantum may be one that touched more lines than its footprints hold.
+const LOCKSTEP_LOG_OPS: usize = 1 << 20;
 
 /// The default quantum, in time units (chosen from the sweep in `docs/parallel-engine.md`).
 pub const DEFAULT_SLACK: u64 = 10_000;
@@ -422,7 +431,12 @@ impl ParallelEngine {
             )),
             shared_class: Mutex::new(SharedClassifier::new(shared_lines, ncores)),
             next_task: AtomicUsize::new(0),
-            foots: (0..ncores).map(|_| CachePadded::default()).collect(),
+            foots: (0..ncores)
+                .map(|_| {
+                    let limit = (FOOTPRINT_LINES / ncores).max(MIN_FOOTPRINT_LINES);
+                    CachePadded::new(Mutex::new(Footprint::with_limit(limit)))
+                })
+                .collect(),
             shared_write: Mutex::new(None),
             cores: cores
                 .into_iter()
@@ -602,7 +616,7 @@ impl ParallelEngine {
     /// each core writes.
     fn interferes(&self) -> bool {
         let foots: Vec<MutexGuard<'_, Footprint>> = self.foots.iter().map(|m| lock(m)).collect();
-        if foots.iter().any(|f| f.dir_conflict) {
+        if foots.iter().any(|f| f.dir_conflict || f.overflow) {
             return true;
         }
         let known = *lock(&self.shared_write);
@@ -654,6 +668,11 @@ impl ParallelEngine {
             }
             if logging {
                 weave.log_after(seq, &cores);
+            }
+            if weave.shadow_log.len() >= LOCKSTEP_LOG_OPS {
+                // Lockstep is serial anyway; replaying now keeps the log's memory bounded
+                // where time does not move.
+                lock(&self.shared_class).flush(&mut weave.shadow_log);
             }
         });
         for c in &mut cores {
