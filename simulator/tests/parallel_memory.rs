@@ -78,9 +78,10 @@ fn a_quantum_of_more_events_than_a_read_holds_is_read_in_pieces() {
 }
 
 /// A quantum in which each core touches more lines than its footprint may hold (on 64
-/// cores, 2^14 lines each: 1 MiB) runs in lockstep instead of growing the footprints, with
-/// the exact engine's results. The two threads touch disjoint lines, so without the cap the
-/// quantum would run apart.
+/// cores, 2^14 lines each: 1 MiB), or visits 4 times as many (the bound phase's requests
+/// grow with the visits), runs in lockstep instead of growing the footprints and the
+/// requests, with the exact engine's results. The two threads touch disjoint lines, so
+/// without the caps the quantum would run apart.
 #[test]
 fn a_quantum_whose_lines_overflow_the_footprints_runs_in_lockstep() {
     let streams: Vec<Vec<Event>> = (0..2u64)
@@ -105,11 +106,28 @@ fn a_quantum_whose_lines_overflow_the_footprints_runs_in_lockstep() {
     let q = p.quanta.expect("the parallel engine counts its quanta");
     assert_eq!((q.total, q.lockstep), (1, 1), "{q:?}");
 
-    // The same accesses, small enough for the footprints: the quantum runs apart.
+    // 9 accesses of the same 512 KiB (8,192 lines, 73,728 visits).
+    let again: Vec<Vec<Event>> = (0..2u64)
+        .map(|t| {
+            let base = 0x1000_0000 * (t + 1);
+            (0..9)
+                .map(|_| access(AccessKind::Load, base, 512 << 10))
+                .collect()
+        })
+        .collect();
+    let (_d, t) = timeless(&again);
+    let exact = simulate_exact(&t, &m, &ThreadMapping::OneToOne).unwrap();
+    let p = simulate_parallel(&t, &m, &ThreadMapping::OneToOne, cfg).unwrap();
+    assert_eq!(common::counters_json(&exact), common::counters_json(&p));
+    let q = p.quanta.expect("the parallel engine counts its quanta");
+    assert_eq!((q.total, q.lockstep), (1, 1), "{q:?}");
+
+    // Accesses small enough for the footprints: the quantum runs apart.
     let small: Vec<Vec<Event>> = (0..2u64)
         .map(|t| {
             let base = 0x1000_0000 * (t + 1);
             vec![
+                access(AccessKind::Load, base, 512 << 10),
                 access(AccessKind::Load, base, 512 << 10),
                 access(AccessKind::Load, base + 64, 8),
             ]

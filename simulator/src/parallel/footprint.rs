@@ -23,6 +23,12 @@ const FILTER: usize = 64;
 /// the footprints of 40 accesses of 16 MiB took 1.9 GB.
 pub(crate) const FOOTPRINT_LINES: usize = 1 << 20;
 
+/// Line visits (a line of an access, counted again on every access) a footprint allows per
+/// line it may hold. The bound phase's requests and the weave's log grow with the visits
+/// that miss, not with the distinct lines: a thousand accesses of 1 MiB each in one quantum
+/// are 16 M visits of 16,384 lines.
+const VISITS_PER_LINE: usize = 4;
+
 /// One core's footprint in a quantum.
 ///
 /// What other host threads read (the line list) is written in order;
@@ -45,8 +51,11 @@ pub(crate) struct Footprint {
     recent: [(u64, bool); FILTER],
     /// Lines this footprint may hold before it gives up (see [`FOOTPRINT_LINES`]).
     limit: usize,
-    /// The core touches more than `limit` lines in the quantum: the footprint is incomplete
-    /// (`list` is empty) and the quantum must run in lockstep.
+    /// Lines of the core's accesses in the quantum so far, each access's counted anew.
+    visits: usize,
+    /// The core touches more than `limit` lines in the quantum, or visits more than
+    /// [`VISITS_PER_LINE`] times as many: the footprint is incomplete (`list` is empty) and
+    /// the quantum must run in lockstep.
     pub overflow: bool,
 }
 
@@ -58,6 +67,7 @@ impl Default for Footprint {
             dir_conflict: false,
             recent: [(0, false); FILTER],
             limit: usize::MAX,
+            visits: 0,
             overflow: false,
         }
     }
@@ -96,6 +106,7 @@ impl Footprint {
         self.lines.clear();
         self.dir_conflict = false;
         self.recent = [(0, false); FILTER];
+        self.visits = 0;
         self.overflow = false;
     }
 
@@ -135,10 +146,17 @@ impl Footprint {
         }
         let write = a.kind.writes();
         let (lines, recent, limit) = (&mut self.lines, &mut self.recent, self.limit);
+        let max_visits = limit.saturating_mul(VISITS_PER_LINE);
+        let visits = &mut self.visits;
         let mut overflow = false;
         for_each_line(&a, geo.shift, geo.line_size, |line, _, _| {
+            *visits += 1;
+            if overflow || *visits > max_visits {
+                overflow = true;
+                return;
+            }
             let slot = &mut recent[fib_index(line, FILTER.trailing_zeros())];
-            if overflow || slot.0 == line.wrapping_add(1) && (slot.1 || !write) {
+            if slot.0 == line.wrapping_add(1) && (slot.1 || !write) {
                 return;
             }
             if lines.len() >= limit && !lines.contains_key(&line) {
