@@ -591,3 +591,38 @@ fn hostile_but_valid_traces_run_to_an_ordinary_exit() {
         run(&["bandwidth"], file);
     }
 }
+
+/// A crafted trace whose time never moves (tests/data/hostile/timeless_barrier.cst: 2
+/// threads leave a barrier at time 0, then load 2.2 M times each, all at time 0). The
+/// parallel engine cannot cut those events into pieces (their order depends on the barrier's
+/// wake at that very time) and would hold them all: it refuses, naming the time and the way
+/// out, instead of growing without bound; the exact engine streams it.
+#[test]
+fn events_the_parallel_engine_cannot_split_are_refused_not_held() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile/timeless_barrier.cst");
+    let path = path.to_str().unwrap();
+    let o = cachescope(&["simulate", path, "--engine", "parallel"]);
+    assert_exit_2(
+        &o,
+        "limit exceeded: more than 4194304 events of the global order at time 0",
+    );
+    assert!(
+        stderr(&o).contains("timeless_barrier.cst"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("use the exact engine"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cachescope(&["simulate", path, "--engine", "exact", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        report["threads"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+}
