@@ -700,3 +700,39 @@ fn events_that_cannot_be_split_are_refused_beyond_the_bound() {
     assert!(w.calls.len() >= 60 / 5, "{:?}", w.calls);
     assert!(w.in_calls == merged(&f));
 }
+
+/// Events a split carries over do not shrink the calls after it (found in review: thread 1's
+/// run copied 1,000 events ahead of thread 0, which then sat at one time with 30,000 events;
+/// every later call took the carried events plus 2–4 new ones and split again, 7,502 calls
+/// where about 31 do). Each call now moves on by about `split_above` events of its own, and
+/// runs stop where another thread comes first once a split is near.
+#[test]
+fn carried_events_do_not_make_later_calls_tiny() {
+    let region = Event::RegionBegin {
+        region: 0x77,
+        team: 2,
+    };
+    let zero: Vec<Event> = [adv(5), region]
+        .into_iter()
+        .chain((0..30_000u64).map(|i| Event::load(0x1000 + 8 * (i % 64), 8)))
+        .collect();
+    let one: Vec<Event> = [adv(0), adv(6)]
+        .into_iter()
+        .chain((0..1000u64).map(|i| Event::load(0x9000 + 8 * (i % 64), 8)))
+        .collect();
+    let (_d, f) = trace(TimeUnit::Instructions, &[zero, one]);
+    let sizes = QuantaSizes {
+        at_least: 1 << 20,
+        split_above: 1000,
+        fail_above: usize::MAX,
+    };
+    let w = windowed(&f, 10_000, sizes);
+    assert!(w.err.is_none(), "{:?}", w.err);
+    assert!(w.in_calls == merged(&f));
+    let events = merged(&f).len();
+    assert!(
+        w.calls.len() <= 2 * (events / 1000 + 1),
+        "{events} events in {} calls",
+        w.calls.len()
+    );
+}

@@ -105,7 +105,7 @@ pub fn simulate_exact_with_bandwidth(
 const PARALLEL_BATCH: usize = 1 << 17;
 
 /// How the parallel engine reads: batches of whole quanta of at least [`PARALLEL_BATCH`]
-/// events, a quantum of more than 2^20 events (about 50 MB) split into pieces of the global
+/// events, a quantum of more than 2^18 events (about 12 MB) split into pieces of the global
 /// order, and a refusal where 2^22 events (about 200 MB, and the engine's requests for
 /// them) cannot be split (time stuck at one value while threads hand a lock over at it).
 /// Without the split, a Lackey import without instruction records (time never moves) put

@@ -90,8 +90,11 @@ impl MergedEvents {
     /// thread) gives the next stretch of the global order.
     ///
     /// A quantum is split between calls only where it holds more than `sizes.split_above`
-    /// events (see [`QuantaSizes`]). `Ok(false)` once the merge has ended (`out` may have
-    /// received events before), and after an error.
+    /// events (see [`QuantaSizes`]). Give each call empty vectors: a time a split cut in two
+    /// continues in the next call, whose ties rank only its own events. After a split, only
+    /// this method hands out the events it carried over (not [`Self::next_batch`] or the
+    /// iterator). `Ok(false)` once the merge has ended (`out` may have received events
+    /// before), and after an error.
     ///
     /// # Errors
     /// Those of the merge, and [`ErrorKind::LimitExceeded`] when more than `sizes.fail_above`
@@ -136,13 +139,14 @@ impl MergedEvents {
         r
     }
 
-    /// [`Self::next_quanta`] after the carried events (`added` of them, up to quantum `last`).
+    /// [`Self::next_quanta`] after the carried events (`carried` of them, up to quantum
+    /// `last`).
     #[allow(clippy::too_many_arguments)]
     fn fill_quanta(
         &mut self,
         slack: u64,
         sizes: QuantaSizes,
-        mut added: usize,
+        carried: usize,
         mut last: Option<u64>,
         out: &mut [Vec<TimedEvent>],
         ties: &mut [Vec<u32>],
@@ -150,6 +154,11 @@ impl MergedEvents {
     ) -> Result<bool> {
         // `last`: the last quantum of this call, once the first event fixed the first one.
         let mut releases = 0u32;
+        // Events in the call, and those the merge gave this call (the carried ones are not:
+        // a call that splits again must still move on by about `split_above` events).
+        let (mut added, mut new) = (carried, 0usize);
+        // The latest time of a wake so far (wakes come in the order of time).
+        let (mut wakes_seen, mut latest_wake) = (0, None);
         loop {
             let first = self.first_thread(|m| {
                 m.take_wakes(Waker::Release(releases), out, wakes);
@@ -176,8 +185,14 @@ impl MergedEvents {
                 }
                 _ => *last.insert(quantum),
             };
-            if added > sizes.split_above {
-                if self.split_before(i, out, ties, wakes) {
+            if new > sizes.split_above {
+                latest_wake = wakes[wakes_seen..]
+                    .iter()
+                    .map(|w| w.time)
+                    .chain(latest_wake)
+                    .max();
+                wakes_seen = wakes.len();
+                if self.split_before(i, out, ties, latest_wake) {
                     self.current = Some(i);
                     return Ok(true);
                 }
@@ -196,12 +211,17 @@ impl MergedEvents {
                     ));
                 }
             }
-            // A run stops where the call would hold more than `split_above` events, so that
-            // a split keeps the call near that size.
-            let room = sizes.split_above.saturating_sub(added).max(1);
-            let ran = self.run_plain(i, slack, last, room, &mut out[i]);
+            // A run stops where the call would hold more than `split_above` new events, so
+            // that a split keeps the call near that size. Once a split is near (or the call
+            // began with events a split carried), runs also stop where another thread comes
+            // first, as in the global order: events copied ahead of that point would only be
+            // carried into the next call, and again, while the first thread stays put.
+            let room = sizes.split_above.saturating_sub(new).max(1);
+            let ordered = carried > 0 || new >= sizes.split_above / 2;
+            let ran = self.run_plain(i, slack, last, room, ordered, &mut out[i]);
             ties[i].resize(out[i].len(), 0);
             added += ran;
+            new += ran;
             let t = &self.threads[i];
             if ran == 0 && t.clock / slack <= last {
                 // The next event is a sync event or in a chunk not decoded yet: the one-event
@@ -216,6 +236,7 @@ impl MergedEvents {
                         out[i].push(e);
                         ties[i].push(0);
                         added += 1;
+                        new += 1;
                     }
                     Ok(None) => {}
                     Err(e) => {
@@ -244,18 +265,19 @@ impl MergedEvents {
     /// of `i` and of threads with smaller ids, are a prefix of the global order, and the rest
     /// (events a thread's run copied ahead of the others) follows it. With a wake at `h` the
     /// order of `h`'s events depends on wakes the next call would not see: no cut.
+    /// `latest_wake`: the time of the call's latest wake at the time of the waking event.
     fn split_before(
         &mut self,
         i: usize,
         out: &mut [Vec<TimedEvent>],
         ties: &mut [Vec<u32>],
-        wakes: &[Wake],
+        latest_wake: Option<u64>,
     ) -> bool {
         let h = self.threads[i].clock;
         let id = self.threads[i].cursor.thread();
         // Wakes happen at the time of the thread first in the global order, never later
         // than `h`.
-        if wakes.iter().any(|w| w.time >= h) {
+        if latest_wake.is_some_and(|w| w >= h) {
             return false;
         }
         let keep: Vec<usize> = self
@@ -298,17 +320,22 @@ impl MergedEvents {
 
     /// Appends thread `i`'s decoded accesses and time advances that start in quanta up to
     /// `last` to `out`, up to its next sync event, the end of the decoded chunk or `max`
-    /// events; returns how many.
+    /// events, and if `ordered`, up to where another ready thread comes first in the global
+    /// order; returns how many.
     fn run_plain(
         &mut self,
         i: usize,
         slack: u64,
         last: u64,
         max: usize,
+        ordered: bool,
         out: &mut Vec<TimedEvent>,
     ) -> usize {
+        let waiting = self.ready.peek().map(|Reverse(k)| *k).filter(|_| ordered);
         let t = &mut self.threads[i];
-        let in_window = |clock: u64| clock / slack <= last;
+        let tid = t.cursor.thread();
+        let in_window =
+            |clock: u64| clock / slack <= last && waiting.is_none_or(|min| min >= (clock, tid, i));
         if !in_window(t.clock) {
             return 0;
         }
