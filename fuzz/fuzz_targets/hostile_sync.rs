@@ -4,13 +4,16 @@
 //! the trace, merging it into the global order (strict and `allow_incomplete`) and simulating
 //! it with both engines and the bandwidth timeline, and auditing it for false sharing (with
 //! SARIF output), must end in a result or an error — never a panic or a hang — and the two
-//! engines must agree on which, and on the counters.
+//! engines must agree on which, and on the counters. Read in whole quanta split into pieces
+//! of a few events (`next_quanta`), each piece sorted by the parallel engine's key must be
+//! the next stretch of the global order, with the same error at the same place.
 #![no_main]
 
 use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine};
 use cachescope_analysis::sarif::to_sarif;
 use cachescope_schema::{
-    Access, AccessKind, Event, OpenOptions, TimeUnit, TraceFile, TraceHeader, TraceWriter,
+    Access, AccessKind, Event, OpenOptions, QuantaSizes, TimeUnit, TimedEvent, TraceFile,
+    TraceHeader, TraceWriter,
 };
 use cachescope_sim::bandwidth::BandwidthConfig;
 use cachescope_sim::{
@@ -110,6 +113,64 @@ fn write(data: &[u8], path: &std::path::Path) -> bool {
     w.finish().is_ok()
 }
 
+/// The events of `trace` one by one, and the error that ended the merge.
+fn one_by_one(trace: &TraceFile) -> (Vec<TimedEvent>, Option<String>) {
+    let mut all = Vec::new();
+    let Ok(merged) = trace.merged() else {
+        return (all, Some("open".into()));
+    };
+    for e in merged {
+        match e {
+            Ok(e) => all.push(e),
+            Err(e) => return (all, Some(e.to_string())),
+        }
+    }
+    (all, None)
+}
+
+/// The events of `trace` from `next_quanta` with quanta of `slack` and calls of `sizes`, each
+/// call's sorted by (time, tie or else thread, index), and the error that ended the merge.
+fn in_pieces(
+    trace: &TraceFile,
+    slack: u64,
+    sizes: QuantaSizes,
+) -> (Vec<TimedEvent>, Option<String>) {
+    let mut all = Vec::new();
+    let Ok(mut merged) = trace.merged() else {
+        return (all, Some("open".into()));
+    };
+    let n = merged.thread_ids().len();
+    loop {
+        let mut out = vec![Vec::new(); n];
+        let mut ties = vec![Vec::new(); n];
+        let r = merged.next_quanta(slack, sizes, &mut out, &mut ties);
+        let mut keyed: Vec<((u64, u32, usize), TimedEvent)> = out
+            .iter()
+            .zip(&ties)
+            .flat_map(|(events, ties)| {
+                events.iter().zip(ties).enumerate().map(|(k, (e, &tie))| {
+                    let key = if tie != 0 {
+                        (e.time, tie, 0)
+                    } else {
+                        (e.time, e.thread, k)
+                    };
+                    (key, *e)
+                })
+            })
+            .collect();
+        keyed.sort_by_key(|(k, _)| *k);
+        match r {
+            Ok(true) => all.extend(keyed.into_iter().map(|(_, e)| e)),
+            Ok(false) => {
+                all.extend(keyed.into_iter().map(|(_, e)| e));
+                return (all, None);
+            }
+            // The events of the failing call are not in the global order's prefix for sure.
+            Err(e) => return (all, Some(e.to_string())),
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("t.cstrace");
@@ -125,12 +186,23 @@ fuzz_target!(|data: &[u8]| {
         let Ok(trace) = TraceFile::open_with(&path, OpenOptions { allow_incomplete }) else {
             continue;
         };
-        if let Ok(merged) = trace.merged() {
-            for e in merged {
-                if e.is_err() {
-                    break;
-                }
-            }
+        let single = one_by_one(&trace);
+        let head = data.first().copied().unwrap_or(0);
+        let sizes = QuantaSizes {
+            at_least: usize::from(head >> 6),
+            split_above: usize::from(head >> 4 & 3),
+            fail_above: usize::MAX,
+        };
+        let slack = [1, 3, 64, u64::MAX][usize::from(head >> 2 & 3)];
+        let pieces = in_pieces(&trace, slack, sizes);
+        assert_eq!(pieces.1, single.1, "errors differ");
+        if single.1.is_none() {
+            assert!(pieces.0 == single.0, "pieces are not the global order");
+        } else {
+            assert!(
+                single.0.starts_with(&pieces.0),
+                "pieces before the error are not a prefix of the global order"
+            );
         }
         let exact = simulate_exact_with_bandwidth(&trace, &model, &ThreadMapping::OneToOne, bw);
         let parallel = simulate_parallel_with_bandwidth(
