@@ -5,6 +5,9 @@
 //! Run: `cargo run --release -p cachescope-benches --example parallel_probe`; with `ALL=1` each
 //! run's time goes to stderr too (exact engine, then 1 and 2 host threads, REPS each).
 //! `ONLY=exact`, `ONLY=1` or `ONLY=2` runs just that one (for profiling one engine).
+//! `PAIRS=N` instead alternates N runs with 1 and with 2 host threads and prints the median of
+//! the N ratios: the 2-vCPU VMs switch speed every few seconds, and a ratio of two runs a
+//! moment apart is less exposed to that than best-of-REPS phases one after the other.
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -66,6 +69,33 @@ fn main() {
     let threads = cachescope_sim::parallel::threads_apart(&events);
     let streams: Vec<cachescope_sim::parallel::ThreadStream<'_>> =
         threads.iter().map(|t| t.stream()).collect();
+    let run = |threads: usize| {
+        let cfg = ParallelConfig { slack, threads };
+        let s = Instant::now();
+        let mut e = ParallelEngine::new(&model, &placement, unit, cfg).expect("model");
+        e.run_threads(&streams);
+        std::hint::black_box(e.report());
+        s.elapsed().as_secs_f64()
+    };
+    let pairs = env("PAIRS", 0);
+    if pairs > 0 {
+        let mut ratios: Vec<f64> = (0..pairs)
+            .map(|_| {
+                let (one, two) = (run(1), run(2));
+                eprint!("{one:.3}/{two:.3} ");
+                one / two
+            })
+            .collect();
+        eprintln!();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "parallel slack {slack}: {pairs} pairs of 1 and 2 host threads, ratio min {:.2} median {:.2} max {:.2}",
+            ratios[0],
+            ratios[ratios.len() / 2],
+            ratios[ratios.len() - 1]
+        );
+        return;
+    }
     let mut one = 0.0;
     for threads in [1usize, 2] {
         if !runs(&threads.to_string()) {
