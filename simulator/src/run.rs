@@ -141,16 +141,7 @@ fn run_parallel(
             .map_err(|e| e.at_path(&path))
     };
     let mut run = |b: &QuantaBatch| {
-        let streams: Vec<ThreadStream<'_>> = ids
-            .iter()
-            .zip(b.events.iter().zip(&b.ties))
-            .map(|(&thread, (events, ties))| ThreadStream {
-                thread,
-                events,
-                ties,
-            })
-            .collect();
-        engine.run_threads(&streams);
+        engine.run_threads(&ThreadStream::of_quanta(&ids, &b.events, &b.ties));
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.threads >= cores {

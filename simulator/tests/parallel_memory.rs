@@ -4,28 +4,31 @@
 //! quantum in pieces of the global order and runs a quantum whose lines overflow its
 //! footprints in lockstep; both keep its memory bounded and its results the exact engine's.
 
-use cachescope_schema::{AccessKind, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter};
-use cachescope_sim::{simulate_exact, simulate_parallel, ParallelConfig, ThreadMapping};
+use cachescope_schema::{AccessKind, Event, TimeUnit, TraceFile};
+use cachescope_sim::{
+    simulate_exact, simulate_parallel, MachineModel, ParallelConfig, ThreadMapping,
+};
 #[allow(dead_code)] // shared with other test files
 mod common;
 
 /// A trace in instructions whose events never advance time: all at time 0.
 fn timeless(streams: &[Vec<Event>]) -> (tempfile::TempDir, TraceFile) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("timeless.cstrace");
-    let w = TraceWriter::create(
-        &path,
-        &TraceHeader::new("test", "timeless", TimeUnit::Instructions),
-    )
-    .unwrap();
-    for (t, events) in streams.iter().enumerate() {
-        let mut tw = w.thread(t as u32).unwrap();
-        tw.extend(events.iter().copied()).unwrap();
-        tw.finish().unwrap();
-    }
-    w.finish().unwrap();
-    let f = TraceFile::open(&path).unwrap();
-    (dir, f)
+    common::trace_file(TimeUnit::Instructions, streams)
+}
+
+/// The parallel engine's (quanta, lockstep quanta) on `streams` at time 0 on `m`, slack 1 and
+/// 2 host threads, after checking its counters against the exact engine's.
+fn quanta_of(streams: &[Vec<Event>], m: &MachineModel) -> (u64, u64) {
+    let (_d, t) = timeless(streams);
+    let exact = simulate_exact(&t, m, &ThreadMapping::OneToOne).unwrap();
+    let cfg = ParallelConfig {
+        slack: 1,
+        threads: 2,
+    };
+    let p = simulate_parallel(&t, m, &ThreadMapping::OneToOne, cfg).unwrap();
+    assert_eq!(common::counters_json(&exact), common::counters_json(&p));
+    let q = p.quanta.expect("the parallel engine counts its quanta");
+    (q.total, q.lockstep)
 }
 
 fn access(kind: AccessKind, addr: u64, size: u32) -> Event {
@@ -84,57 +87,33 @@ fn a_quantum_of_more_events_than_a_read_holds_is_read_in_pieces() {
 /// without the caps the quantum would run apart.
 #[test]
 fn a_quantum_whose_lines_overflow_the_footprints_runs_in_lockstep() {
-    let streams: Vec<Vec<Event>> = (0..2u64)
-        .map(|t| {
-            let base = 0x1000_0000 * (t + 1);
-            vec![
-                access(AccessKind::Load, base, 1 << 20),
-                access(AccessKind::Store, base + (1 << 20), 64 << 10),
-                access(AccessKind::Load, base + 64, 8),
-            ]
-        })
-        .collect();
-    let (_d, t) = timeless(&streams);
     let m = common::model(common::RANDOM_HIERARCHIES[0], 64, "msi");
-    let exact = simulate_exact(&t, &m, &ThreadMapping::OneToOne).unwrap();
-    let cfg = ParallelConfig {
-        slack: 1,
-        threads: 2,
+    // Each thread's accesses in its own 256 MiB.
+    let per_thread = |accesses: &dyn Fn(u64) -> Vec<Event>| -> Vec<Vec<Event>> {
+        (0..2u64).map(|t| accesses(0x1000_0000 * (t + 1))).collect()
     };
-    let p = simulate_parallel(&t, &m, &ThreadMapping::OneToOne, cfg).unwrap();
-    assert_eq!(common::counters_json(&exact), common::counters_json(&p));
-    let q = p.quanta.expect("the parallel engine counts its quanta");
-    assert_eq!((q.total, q.lockstep), (1, 1), "{q:?}");
-
+    let wide = per_thread(&|base| {
+        vec![
+            access(AccessKind::Load, base, 1 << 20),
+            access(AccessKind::Store, base + (1 << 20), 64 << 10),
+            access(AccessKind::Load, base + 64, 8),
+        ]
+    });
+    assert_eq!(quanta_of(&wide, &m), (1, 1));
     // 9 accesses of the same 512 KiB (8,192 lines, 73,728 visits).
-    let again: Vec<Vec<Event>> = (0..2u64)
-        .map(|t| {
-            let base = 0x1000_0000 * (t + 1);
-            (0..9)
-                .map(|_| access(AccessKind::Load, base, 512 << 10))
-                .collect()
-        })
-        .collect();
-    let (_d, t) = timeless(&again);
-    let exact = simulate_exact(&t, &m, &ThreadMapping::OneToOne).unwrap();
-    let p = simulate_parallel(&t, &m, &ThreadMapping::OneToOne, cfg).unwrap();
-    assert_eq!(common::counters_json(&exact), common::counters_json(&p));
-    let q = p.quanta.expect("the parallel engine counts its quanta");
-    assert_eq!((q.total, q.lockstep), (1, 1), "{q:?}");
-
+    let again = per_thread(&|base| {
+        (0..9)
+            .map(|_| access(AccessKind::Load, base, 512 << 10))
+            .collect()
+    });
+    assert_eq!(quanta_of(&again, &m), (1, 1));
     // Accesses small enough for the footprints: the quantum runs apart.
-    let small: Vec<Vec<Event>> = (0..2u64)
-        .map(|t| {
-            let base = 0x1000_0000 * (t + 1);
-            vec![
-                access(AccessKind::Load, base, 512 << 10),
-                access(AccessKind::Load, base, 512 << 10),
-                access(AccessKind::Load, base + 64, 8),
-            ]
-        })
-        .collect();
-    let (_d, t) = timeless(&small);
-    let p = simulate_parallel(&t, &m, &ThreadMapping::OneToOne, cfg).unwrap();
-    let q = p.quanta.expect("the parallel engine counts its quanta");
-    assert_eq!((q.total, q.lockstep), (1, 0), "{q:?}");
+    let small = per_thread(&|base| {
+        vec![
+            access(AccessKind::Load, base, 512 << 10),
+            access(AccessKind::Load, base, 512 << 10),
+            access(AccessKind::Load, base + 64, 8),
+        ]
+    });
+    assert_eq!(quanta_of(&small, &m), (1, 0));
 }

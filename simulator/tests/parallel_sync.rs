@@ -2,9 +2,7 @@
 //! the same time units: sync events wake threads at the very time of the waking event, so
 //! the global order at such a time is not by thread id, and the engine must follow it.
 
-use cachescope_schema::{
-    AccessKind, Event, QuantaSizes, TimeUnit, TimedEvent, TraceFile, TraceHeader, TraceWriter,
-};
+use cachescope_schema::{AccessKind, Event, QuantaSizes, TimeUnit, TimedEvent, TraceFile};
 use cachescope_sim::counters::SimReport;
 use cachescope_sim::parallel::ThreadStream;
 use cachescope_sim::{
@@ -35,13 +33,6 @@ fn write_trace(
 ) -> (tempfile::TempDir, TraceFile) {
     const LOCK: u64 = 0x5000;
     let n = segments.len();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sync.cstrace");
-    let w = TraceWriter::create(
-        &path,
-        &TraceHeader::new("test", "sync", TimeUnit::Instructions),
-    )
-    .unwrap();
     let mut streams: Vec<Vec<Event>> = vec![Vec::new(); n];
     let mut next_order = 0u64;
     let nseg = segments[0].len();
@@ -87,14 +78,7 @@ fn write_trace(
             }
         }
     }
-    for (t, events) in streams.iter().enumerate() {
-        let mut tw = w.thread(t as u32).unwrap();
-        tw.extend(events.iter().copied()).unwrap();
-        tw.finish().unwrap();
-    }
-    w.finish().unwrap();
-    let f = TraceFile::open(&path).unwrap();
-    (dir, f)
+    common::trace_file(TimeUnit::Instructions, &streams)
 }
 
 fn access(store: bool, slot: u64) -> Event {
@@ -126,16 +110,7 @@ fn parallel_in_pieces(t: &TraceFile, m: &MachineModel, cfg: ParallelConfig) -> S
         let more = merged
             .next_quanta(cfg.slack, sizes, &mut out, &mut ties)
             .unwrap();
-        let streams: Vec<ThreadStream<'_>> = ids
-            .iter()
-            .zip(out.iter().zip(&ties))
-            .map(|(&thread, (events, ties))| ThreadStream {
-                thread,
-                events,
-                ties,
-            })
-            .collect();
-        engine.run_threads(&streams);
+        engine.run_threads(&ThreadStream::of_quanta(&ids, &out, &ties));
         if !more {
             return engine.report();
         }

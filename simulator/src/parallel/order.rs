@@ -62,6 +62,25 @@ pub struct ThreadStream<'a> {
     pub ties: &'a [u32],
 }
 
+impl<'a> ThreadStream<'a> {
+    /// One stream per thread of `ids`, from the parallel vectors `MergedEvents::next_quanta`
+    /// fills (events and ties in the order of `MergedEvents::thread_ids`).
+    pub fn of_quanta(
+        ids: &[ThreadId],
+        events: &'a [Vec<TimedEvent>],
+        ties: &'a [Vec<u32>],
+    ) -> Vec<ThreadStream<'a>> {
+        ids.iter()
+            .zip(events.iter().zip(ties))
+            .map(|(&thread, (events, ties))| ThreadStream {
+                thread,
+                events,
+                ties,
+            })
+            .collect()
+    }
+}
+
 impl ThreadStream<'_> {
     /// The tie of event `i` (0 when there are none).
     #[inline]

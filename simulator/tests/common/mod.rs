@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use cachescope_schema::{Access, AccessKind, TimeUnit};
+use cachescope_schema::{Access, AccessKind, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter};
 use cachescope_sim::counters::SimReport;
 use cachescope_sim::{ExactEngine, MachineModel};
 
@@ -18,6 +18,21 @@ pub fn model(levels: &str, cores: u32, protocol: &str) -> MachineModel {
 pub fn engine(m: &MachineModel) -> ExactEngine {
     let placement: BTreeMap<u32, u32> = (0..m.cores).map(|c| (c, c)).collect();
     ExactEngine::new(m, &placement, TimeUnit::Events)
+}
+
+/// Writes `streams` (thread i's events at index i) as a trace in `unit` and opens it.
+pub fn trace_file(unit: TimeUnit, streams: &[Vec<Event>]) -> (tempfile::TempDir, TraceFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("test.cstrace");
+    let w = TraceWriter::create(&path, &TraceHeader::new("test", "test", unit)).unwrap();
+    for (t, events) in streams.iter().enumerate() {
+        let mut tw = w.thread(t as u32).unwrap();
+        tw.extend(events.iter().copied()).unwrap();
+        tw.finish().unwrap();
+    }
+    w.finish().unwrap();
+    let f = TraceFile::open(&path).unwrap();
+    (dir, f)
 }
 
 /// An access without code position.
