@@ -21,7 +21,7 @@ pub fn print(text: impl std::fmt::Display) -> Result<()> {
         .context("writing to standard output")
 }
 
-/// [`print`] with a newline.
+/// [`print()`] with a newline.
 pub fn println(text: impl std::fmt::Display) -> Result<()> {
     print(format_args!("{text}\n"))
 }

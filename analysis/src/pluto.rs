@@ -29,7 +29,7 @@
 //! **Two passes per segment.** Most blocks are used by one thread in a segment, and only blocks
 //! of two or more threads need counts by offset and code position. The first pass notes, per
 //! block, its first thread, whether another thread came, whether it was written and its lowest
-//! address ([`Touch`], a few bytes); the second pass counts in detail only the blocks that can
+//! address (`Touch`, a few bytes); the second pass counts in detail only the blocks that can
 //! have φ̃ > 0 or need their thread list. The second pass reads the segment's accesses from a
 //! buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
 //! is skipped when no block needs it. Memory thus grows with the blocks a segment touches at a

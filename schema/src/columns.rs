@@ -4,7 +4,7 @@
 //! positions stored as differences to a prediction. Tokens are spread over four byte columns,
 //! which are then concatenated and LZ4-compressed:
 //!
-//! * `ops`: one byte per event. Bits 0–6 are an op code (see [`op_code`]): accesses have codes
+//! * `ops`: one byte per event. Bits 0–6 are an op code (see `op_code`): accesses have codes
 //!   `6·kind + size class` (classes 1..=5 mean 1, 2, 4, 8, 16 bytes, 0 means the size follows
 //!   in `args`), every other kind `30 + 2·(kind − 5) + flag`, where the flag says whether the
 //!   optional second value (FLOPs of `Advance`, site of `Alloc`) follows in `args`. Bit 7
@@ -853,7 +853,7 @@ impl ColumnEncoder {
     ///
     /// Runs are found greedily: at each event, the previous event with an equal token (found
     /// through a hash table) proposes a period P; if the P tokens from here on repeat at least
-    /// [`MIN_RUN`] (and at least P) more events, they become a run, else the event is stored
+    /// `MIN_RUN` (and at least P) more events, they become a run, else the event is stored
     /// alone. Events inside a run are not entered into the hash table.
     pub fn finish(&mut self) {
         if self.committed {

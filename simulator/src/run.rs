@@ -100,8 +100,9 @@ pub fn simulate_exact_with_bandwidth(
 }
 
 /// Events handed to the parallel engine per call, at least (whole quanta: a longer quantum
-/// is kept whole). Each call starts with a quantum that was not scanned ahead, so a call
-/// should hold many quanta; larger batches (2^20) were slower (more memory to go through).
+/// is kept whole, up to the split of [`PARALLEL_SIZES`]). Each call starts with a quantum
+/// that was not scanned ahead, so a call should hold many quanta; larger batches (2^20)
+/// were slower (more memory to go through).
 const PARALLEL_BATCH: usize = 1 << 17;
 
 /// How the parallel engine reads: batches of whole quanta of at least [`PARALLEL_BATCH`]
@@ -117,9 +118,10 @@ const PARALLEL_SIZES: QuantaSizes = QuantaSizes {
     fail_above: 1 << 22,
 };
 
-/// Runs the parallel engine over `trace`, whole quanta at a time with each thread's events
-/// apart (`MergedEvents::next_quanta`: between sync events a thread's events are copied from
-/// the decoded chunk as a run, not merged one by one). The next batch is read on another
+/// Runs the parallel engine over `trace`, whole quanta at a time (a quantum of more than
+/// 2^18 events in pieces, see [`PARALLEL_SIZES`]) with each thread's events apart
+/// (`MergedEvents::next_quanta`: between sync events a thread's events are copied from the
+/// decoded chunk as a run, not merged one by one). The next batch is read on another
 /// thread when the engine leaves a host core free; otherwise on the driver thread between
 /// batches (a reading thread competing with the spinning workers slowed every quantum down).
 fn run_parallel(

@@ -39,7 +39,7 @@ pub enum Presence {
 
 /// Fully associative LRU cache of line numbers with O(1) access.
 ///
-/// The LRU stack is split in two: the (up to) [`FRONT`] most recently used lines in a small
+/// The LRU stack is split in two: the (up to) `FRONT` most recently used lines in a small
 /// array, then all older lines in a doubly linked list. A loop that cycles through a few
 /// lines only touches the array, so most accesses cost a fixed-width compare and one store;
 /// the order of the whole stack stays exact.
@@ -245,7 +245,7 @@ impl FaLru {
         self.access_list(line, tag, cached)
     }
 
-    /// Position in the front array and tag of `line`, if it is one of the [`FRONT`] most
+    /// Position in the front array and tag of `line`, if it is one of the `FRONT` most
     /// recently used lines. (Mutable only for the position hints; the order of the lines
     /// does not change.)
     #[inline(always)]

@@ -5,7 +5,8 @@
 //! Between two sync events a thread's clock depends on its own events alone, so a thread's
 //! run of accesses and time advances can be released up to the end of the window at once
 //! instead of event by event; only sync events (which move other threads' clocks) are taken
-//! in the global order. Every event gets the time the global order gives it.
+//! in the global order. Every event gets the time the global order gives it. A quantum too
+//! large to hold is handed out in pieces of the global order ([`QuantaSizes`]).
 //!
 //! **Ties.** At most times the global order is by (time, thread id), each thread's events in
 //! their order, so sorting each thread's events by that key gives it back. Not at a time when
@@ -265,6 +266,7 @@ impl MergedEvents {
     /// of `i` and of threads with smaller ids, are a prefix of the global order, and the rest
     /// (events a thread's run copied ahead of the others) follows it. With a wake at `h` the
     /// order of `h`'s events depends on wakes the next call would not see: no cut.
+    ///
     /// `latest_wake`: the time of the call's latest wake at the time of the waking event.
     fn split_before(
         &mut self,

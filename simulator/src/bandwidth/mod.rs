@@ -3,7 +3,7 @@
 //!
 //! * [`channels`]: which series (path × direction, plus FLOPs as the ALU "path") a machine
 //!   moves, and which limits (per core, or summed over cores at a merge point) apply to them;
-//! * [`timeline`]: the online aggregation driven alongside an engine, event by event, through
+//! * `timeline`: the online aggregation driven alongside an engine, event by event, through
 //!   [`PathByteSource`] (the exact engine, or the parallel engine's per-event byte ledger);
 //! * this file: the configuration and the report the analysis stage turns into curves,
 //!   breakdowns and runtime estimates.

@@ -50,7 +50,7 @@ impl Seq {
 }
 
 /// One thread's events of a quantum (or more), in order, and their ties: empty when none
-/// has one, else one per event (see [`Seq`]).
+/// has one, else one per event (see `Seq`).
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadStream<'a> {
     /// The thread.
@@ -142,7 +142,7 @@ pub(crate) fn for_each_in_order<'a>(
 }
 
 /// Splits events in the global order into each thread's events (threads ascending), with
-/// every event's rank among the events of its time as its tie, so that [`Seq`] gives back
+/// every event's rank among the events of its time as its tie, so that `Seq` gives back
 /// exactly the given order.
 pub fn threads_apart(events: &[TimedEvent]) -> Vec<ThreadEvents> {
     let mut threads: Vec<ThreadEvents> = Vec::new();

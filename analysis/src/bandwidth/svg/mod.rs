@@ -38,7 +38,7 @@ const DOMINANCE_FILE: &str = "dominance.svg";
 
 /// Writes every plot into `dir` (created if missing) with `std::fs::write` and returns the
 /// files written: one bandwidth-curve file per series with a nonzero volume, then
-/// [`DOMINANCE_FILE`].
+/// `DOMINANCE_FILE`.
 pub fn write_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<PathBuf>, SvgError> {
     write_all_with(a, dir, |path, svg| {
         fs::write(path, svg).map_err(|e| e.to_string())
