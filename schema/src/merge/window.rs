@@ -155,9 +155,10 @@ impl MergedEvents {
     ) -> Result<bool> {
         // `last`: the last quantum of this call, once the first event fixed the first one.
         let mut releases = 0u32;
-        // Events in the call, and those the merge gave this call (the carried ones are not:
-        // a call that splits again must still move on by about `split_above` events).
-        let (mut added, mut new) = (carried, 0usize);
+        // Events the merge gave this call (the call holds `carried` more; they do not count
+        // toward a split: a call that splits again must still move on by about
+        // `split_above` events).
+        let mut new = 0usize;
         // The latest time of a wake so far (wakes come in the order of time).
         let (mut wakes_seen, mut latest_wake) = (0, None);
         loop {
@@ -180,7 +181,7 @@ impl MergedEvents {
             let quantum = self.threads[i].clock / slack;
             let last = match last {
                 Some(l) if quantum <= l => l,
-                Some(_) if added >= sizes.at_least => {
+                Some(_) if carried + new >= sizes.at_least => {
                     self.current = Some(i);
                     return Ok(true);
                 }
@@ -197,7 +198,7 @@ impl MergedEvents {
                     self.current = Some(i);
                     return Ok(true);
                 }
-                if added > sizes.fail_above {
+                if carried + new > sizes.fail_above {
                     self.finished = true;
                     let t = &self.threads[i];
                     return Err(TraceError::new(
@@ -221,7 +222,6 @@ impl MergedEvents {
             let ordered = carried > 0 || new >= sizes.split_above / 2;
             let ran = self.run_plain(i, slack, last, room, ordered, &mut out[i]);
             ties[i].resize(out[i].len(), 0);
-            added += ran;
             new += ran;
             let t = &self.threads[i];
             if ran == 0 && t.clock / slack <= last {
@@ -236,7 +236,6 @@ impl MergedEvents {
                         self.now = self.now.max(e.time);
                         out[i].push(e);
                         ties[i].push(0);
-                        added += 1;
                         new += 1;
                     }
                     Ok(None) => {}
