@@ -25,16 +25,25 @@
  * Threads 2k and 2k+1 use the k-th group of NSLOTS structs (data[0] and
  * data[1] respectively).
  *
- * Where the slots live decides which predictions can happen.  The global
- * lfs_slots is declared aligned(128): no link order can shift it, so an
- * audit predicts its latent false sharing with 128-byte lines only.  With
- * PLACE=heap the slots come from aligned_alloc(128, ...) instead; the trace
- * records where a heap block starts, not the alignment asked for, so the
- * audit also predicts the 32-byte shift.
+ * Where the slots live decides which predictions can happen (SHIFT is
+ * where the array starts in the object):
+ *
+ *   global  lfs_slots, declared aligned(128): no link order can shift it, so
+ *           an audit predicts its latent false sharing with 128-byte lines
+ *           only.
+ *   heap    a block from aligned_alloc(128, ...): the trace records the
+ *           alignment asked for, so the same as global.
+ *   malloc  a block from malloc, which guarantees 16 bytes only.  The block
+ *           is large, so glibc serves it with mmap, 16 bytes past a page
+ *           boundary; with SHIFT=48 (think of a 48-byte header before the
+ *           array) the array then starts on a 64-byte boundary and the
+ *           recording shows no false sharing -- by luck of the allocator.
+ *           Another allocator, or glibc serving the block from its heap,
+ *           can place it 32 bytes further: the audit predicts that shift.
  *
  * Usage: latent_false_sharing [REPS [SHIFT [PLACE]]]  (defaults REPS=10000,
  *        SHIFT=0, PLACE=global; SHIFT in bytes, multiple of 8, < 128; PLACE
- *        global or heap)
+ *        global, heap or malloc)
  * Output (stdout) does not depend on the thread count; thread count on stderr.
  */
 #include <stdio.h>
@@ -61,25 +70,36 @@ int main(int argc, char **argv)
     long shift = argc > 2 ? atol(argv[2]) : 0;
     const char *place = argc > 3 ? argv[3] : "global";
     int heap = strcmp(place, "heap") == 0;
+    int from_malloc = strcmp(place, "malloc") == 0;
     if (reps < 0 || shift < 0 || shift >= 128 || shift % 8 ||
-        (!heap && strcmp(place, "global") != 0)) {
-        fprintf(stderr, "usage: %s [REPS [SHIFT: 0..120, multiple of 8 [global|heap]]]\n",
+        (!heap && !from_malloc && strcmp(place, "global") != 0)) {
+        fprintf(stderr,
+                "usage: %s [REPS [SHIFT: 0..120, multiple of 8 [global|heap|malloc]]]\n",
                 argv[0]);
         return 2;
     }
     char *base = (char *)lfs_slots;
-    if (heap) {
-        /* Only the slots this team uses (plus the one a shifted view reaches into): a
-         * block mostly never written would hide its falsely shared lines behind the
-         * audit's share-of-written-lines threshold. */
+    if (heap || from_malloc) {
+        /* Only the slots this team uses (plus the one a shifted view reaches into) are
+         * written: a block mostly never written would hide its falsely shared lines
+         * behind the audit's share-of-written-lines threshold. */
         int maxt = omp_get_max_threads();
         size_t n = (size_t)((maxt < MAX_THREADS ? maxt : MAX_THREADS) + 1) / 2 * NSLOTS + 1;
-        base = aligned_alloc(128, n * sizeof(struct slot));
+        size_t used = n * sizeof(struct slot);
+        if (heap) {
+            base = aligned_alloc(128, used);
+        } else {
+            /* 1 MiB: far above glibc's mmap threshold (128 KiB, raised only by freeing
+             * mmapped blocks, to at most 32 MiB), so the placement is the same in every
+             * run: the block starts 16 bytes past a page boundary. */
+            size_t size = used < (1 << 20) ? (1 << 20) : used;
+            base = malloc(size);
+        }
         if (!base) {
             fprintf(stderr, "out of memory\n");
             return 2;
         }
-        memset(base, 0, n * sizeof(struct slot));
+        memset(base, 0, used);
     }
     struct slot *slots = (struct slot *)(base + shift);
     int nthreads = 1;
@@ -113,7 +133,7 @@ int main(int argc, char **argv)
     printf("latent_false_sharing reps=%ld shift=%ld place=%s updates_per_thread=%ld %s\n",
            reps, shift, place, reps * NSLOTS,
            sum == (long)nthreads * reps * NSLOTS ? "checksum=ok" : "checksum=BAD");
-    if (heap)
+    if (heap || from_malloc)
         free(base);
     return sum == (long)nthreads * reps * NSLOTS ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 @0xffad9aedec3c5d69;
-# cachescope trace file format, version 1.
+# cachescope trace file format, version 2 (readers also read version 1, which lacks the op
+# codes of aligned heap allocations; see schema/src/columns.rs).
 #
 # A trace file is a 16-byte file header ("CSCOPETR", u32 format version, u32 flags), followed
 # by frames. Each frame is [u32 payload length][u32 CRC-32 of payload][payload], where the

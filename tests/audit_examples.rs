@@ -282,25 +282,34 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
     assert_eq!(latent[0]["object"]["name"], "lfs_slots");
     assert_eq!(latent[0]["layout"]["line_size"], 128);
     assert_eq!(latent[0]["layout"]["shift"], 0);
-    // The same slots from aligned_alloc(128, ...): the trace does not say which alignment was
-    // asked for, so the shift is predicted (the worst layout: 64-byte lines, 32 bytes on).
-    let h = audit(
-        dir.path(),
-        &bin,
-        "latent_false_sharing",
-        &["200", "0", "heap"],
-        &[],
-    );
-    assert_eq!(h.exit, 0);
-    let latent = findings(&h, "latent_false_sharing");
-    assert_eq!(latent.len(), 1, "{latent:#?}");
-    let object = latent[0]["object"]["name"].as_str().unwrap();
-    assert!(
-        object.starts_with("heap block from main (") && object.contains("latent_false_sharing.c:"),
-        "{object}"
-    );
-    assert_eq!(latent[0]["layout"]["line_size"], 64);
-    assert_eq!(latent[0]["layout"]["shift"], 32);
+    // The same slots from aligned_alloc(128, ...): the trace records the alignment asked for,
+    // which rules the shift out as for the global. From malloc (16 bytes guaranteed; glibc
+    // places the large block 16 bytes past a page, and the array starts 48 bytes into it, on a
+    // 64-byte boundary): the shift is predicted (the worst layout: 64-byte lines, 32 bytes on).
+    for (place, shift, line_size, layout_shift, alloc_marker) in [
+        ("heap", "0", 128, 0, "base = aligned_alloc(128"),
+        ("malloc", "48", 64, 32, "base = malloc(size)"),
+    ] {
+        let h = audit(
+            dir.path(),
+            &bin,
+            "latent_false_sharing",
+            &["200", shift, place],
+            &[],
+        );
+        assert_eq!(h.exit, 0, "{place}: {:#}", h.json["findings"]);
+        assert!(findings(&h, "false_sharing").is_empty(), "{place}");
+        let latent = findings(&h, "latent_false_sharing");
+        assert_eq!(latent.len(), 1, "{place}: {latent:#?}");
+        let object = latent[0]["object"]["name"].as_str().unwrap();
+        let site = format!(
+            "heap block from main (latent_false_sharing.c:{}:",
+            line_of("latent_false_sharing.c", alloc_marker)
+        );
+        assert!(object.starts_with(&site), "{place}: {object} ({site}…)");
+        assert_eq!(latent[0]["layout"]["line_size"], line_size, "{place}");
+        assert_eq!(latent[0]["layout"]["shift"], layout_shift, "{place}");
+    }
     assert!(a.sarif["runs"][0]["results"]
         .as_array()
         .unwrap()

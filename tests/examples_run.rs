@@ -70,6 +70,11 @@ fn examples_build_and_agree() {
             &["1000", "32", "heap"],
             Some("place=heap updates_per_thread=64000 checksum=ok"),
         ),
+        (
+            "latent_false_sharing",
+            &["1000", "120", "malloc"],
+            Some("place=malloc updates_per_thread=64000 checksum=ok"),
+        ),
     ];
     let mut outputs = std::collections::BTreeMap::new();
     for (name, args, expect) in cases {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use cachescope_schema::{CodePos, ThreadId, TraceError, TraceFile};
+use cachescope_schema::{Alignment, CodePos, ThreadId, TraceError, TraceFile};
 use cachescope_sim::{
     simulate_exact_with_coherence, CoherenceKey, MachineModel, SimError, ThreadMapping,
 };
@@ -362,7 +362,7 @@ pub fn audit(
     let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
     for report in &reports[1..] {
         for (object, blocks) in group(report, &mut symbols) {
-            if shift_breaks_declared_alignment(report.layout, &blocks, &mut symbols) {
+            if shift_breaks_alignment(report.layout, &blocks, &mut symbols) {
                 continue;
             }
             let recorded_events = recorded
@@ -577,22 +577,27 @@ fn object_name(b: &BlockEstimate, symbols: &mut Symbolizer) -> ObjectName {
     }
 }
 
-/// Whether `layout` shifts a global object by an amount its declared alignment rules out
-/// (`alignas(64)` keeps it on a line boundary, whatever the link order): such a predicted
-/// layout cannot happen. Heap blocks record where they start, not the alignment that was asked
-/// for, so their shifts are all kept.
-fn shift_breaks_declared_alignment(
+/// Whether `layout` shifts the object by an amount its alignment rules out: such a predicted
+/// layout cannot happen. A global's alignment is the one declared in the DWARF (`alignas(64)`
+/// keeps it on a line boundary, whatever the link order); a heap block's is the one the
+/// program asked for (`aligned_alloc(64, n)`, recorded in the trace). Without either (a global
+/// without DWARF or declared alignment, a `malloc`ed block) every shift is kept.
+fn shift_breaks_alignment(
     layout: Layout,
     blocks: &[BlockEstimate],
     symbols: &mut Symbolizer,
 ) -> bool {
-    let Some(b) = blocks.first().filter(|b| b.heap.is_none()) else {
+    let Some(b) = blocks.first() else {
         return false;
     };
-    layout.shift > 0
-        && symbols
-            .declared_alignment(b.sample_addr)
-            .is_some_and(|a| layout.shift % a != 0)
+    if layout.shift == 0 {
+        return false;
+    }
+    let align = match &b.heap {
+        Some(h) => h.align.map(Alignment::bytes),
+        None => symbols.declared_alignment(b.sample_addr),
+    };
+    align.is_some_and(|a| layout.shift % a != 0)
 }
 
 /// Size in bytes of the object containing the block, when known.
@@ -682,14 +687,15 @@ fn finding(
     let line_fraction = written
         .filter(|&n| n > 0)
         .map_or(1.0, |n| (blocks.len() as f64 / n as f64).min(1.0));
-    let aligned = base.map(|b| b % layout.line_size.max(1) == 0);
+    // Where the object started in its line in the recording.
+    let start_in_line = base.map(|b| b % layout.line_size.max(1));
     let suggestion = suggestion(
         kind,
         object,
         layout,
         threads.len(),
         (exchanges, worst),
-        aligned,
+        start_in_line,
     );
     let heap_site = blocks
         .first()
@@ -731,15 +737,15 @@ fn finding(
 }
 
 /// What to do about a finding. `exchanges` of `worst` possible coherence events move data the
-/// threads really share (the same bytes); `aligned`: whether the object started on a line
-/// boundary (of `layout`'s size) in the recording, when its start is known.
+/// threads really share (the same bytes); `start_in_line`: the object's start in its line (of
+/// `layout`'s size) in the recording, when its start is known.
 fn suggestion(
     kind: FindingKind,
     object: &ObjectName,
     layout: Layout,
     threads: usize,
     (exchanges, worst): (u64, u64),
-    aligned: Option<bool>,
+    start_in_line: Option<u64>,
 ) -> String {
     let line = layout.line_size;
     match kind {
@@ -763,28 +769,40 @@ fn suggestion(
             object.name
         ),
         FindingKind::LatentFalseSharing if layout.shift > 0 => {
-            // A global declared aligned never gets here (its shifts are ruled out from the
-            // DWARF); a heap block's requested alignment is not in the trace.
-            let placement = match (aligned, object.kind) {
-                (Some(true), "global") => format!(
+            // An object aligned to the line size never gets here: its shifts are ruled out
+            // (a global's from the DWARF, a heap block's from the alignment its allocation
+            // asked for, which the trace records).
+            let placement = match (start_in_line, object.kind) {
+                (Some(0), "global") => format!(
                     " It started on a {line}-byte boundary in this recording; declare it \
                      alignas({line}) (or larger, on the object or its type) and the audit rules \
                      such placements out"
                 ),
-                (Some(true), _) => format!(
-                    " It started on a {line}-byte boundary in this recording; if the allocation \
-                     guarantees that (aligned_alloc or posix_memalign with {line} or more: the \
-                     trace does not record the alignment asked for), no placement can shift it \
-                     and this warning can be accepted in the baseline"
+                (Some(0), "heap") => format!(
+                    " It started on a {line}-byte boundary in this recording, but its allocation \
+                     does not guarantee that (malloc guarantees 16 bytes, aligned_alloc and \
+                     posix_memalign what they are asked for); allocate it with \
+                     aligned_alloc({line}, …) and the audit rules such placements out"
                 ),
                 _ => String::new(),
             };
+            // Where the predicted placement puts the object's start, when the recorded one is
+            // known; otherwise only the shift from it.
+            let start = match start_in_line {
+                Some(0) => format!("starting {} bytes past a line boundary", layout.shift),
+                Some(r) => format!(
+                    "starting {} bytes past a line boundary (it started {r} bytes past one in \
+                     the recording)",
+                    (r + layout.shift) % line.max(1)
+                ),
+                None => format!("placed {} bytes further", layout.shift),
+            };
             format!(
-                "no false sharing with the recorded placement, but with {} starting {} bytes \
-                 past a line boundary its per-thread parts would share {line}-byte lines: align \
-                 the object to {line} bytes (alignas({line}), aligned_alloc) and pad per-thread \
-                 parts to whole lines, so the layout does not depend on where it lands.{placement}",
-                object.name, layout.shift
+                "no false sharing with the recorded placement, but with {} {start} its \
+                 per-thread parts would share {line}-byte lines: align the object to {line} \
+                 bytes (alignas({line}), aligned_alloc) and pad per-thread parts to whole \
+                 lines, so the layout does not depend on where it lands.{placement}",
+                object.name
             )
         }
         FindingKind::LatentFalseSharing => format!(

@@ -492,7 +492,12 @@ fn estimate_buffered(
                         let r = regions.entry(*tid).or_default();
                         r.0 = r.0.saturating_sub(1);
                     }
-                    Some(Ok(Event::Alloc { addr, size, site })) => heap.on_alloc(addr, size, site),
+                    Some(Ok(Event::Alloc {
+                        addr,
+                        size,
+                        site,
+                        align,
+                    })) => heap.on_alloc(addr, size, site, align),
                     Some(Ok(Event::Free { addr })) => {
                         heap.on_free(addr);
                     }

@@ -9,7 +9,7 @@ use cachescope_analysis::heap::{HeapBlock, HeapMap};
 use cachescope_analysis::symbols::{
     DataObject, ModuleState, SymbolError, Symbolizer, SymbolizerOptions,
 };
-use cachescope_schema::{CodePos, ModuleInfo};
+use cachescope_schema::{Alignment, CodePos, ModuleInfo};
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
 use proptest::prelude::*;
 
@@ -439,7 +439,7 @@ fn heap_blocks_are_classified_and_named_by_site() {
         let mut sym = Symbolizer::new([&b.module]);
         let mut heap = HeapMap::new();
         let site = CodePos::new(b.addr("pc0") - 1);
-        heap.on_alloc(0x5000_0000, 256, site);
+        heap.on_alloc(0x5000_0000, 256, site, Alignment::new(64));
         let block = match sym.classify(0x5000_0010, &heap) {
             DataObject::Heap(block) => block,
             other => panic!("{other:?}"),
@@ -450,6 +450,7 @@ fn heap_blocks_are_classified_and_named_by_site() {
                 base: 0x5000_0000,
                 size: 256,
                 site,
+                align: Alignment::new(64),
                 offset: 16
             }
         );
@@ -476,31 +477,36 @@ fn heap_blocks_are_classified_and_named_by_site() {
     }
 }
 
+/// A live block of the model: start, size, site, requested alignment.
+type ModelBlock = (u64, u64, Option<CodePos>, Option<Alignment>);
+
 /// The obvious model of [`HeapMap`]: a list of live blocks.
 #[derive(Default)]
 struct Model {
-    blocks: Vec<(u64, u64, Option<CodePos>)>,
+    blocks: Vec<ModelBlock>,
 }
 
 impl Model {
-    fn alloc(&mut self, addr: u64, size: u64, site: Option<CodePos>) {
+    fn alloc(&mut self, block: ModelBlock) {
+        let (addr, size, ..) = block;
         let end = addr + size.max(1);
         self.blocks
-            .retain(|&(b, s, _)| !(b < end && addr < b + s.max(1)));
-        self.blocks.push((addr, size, site));
+            .retain(|&(b, s, ..)| !(b < end && addr < b + s.max(1)));
+        self.blocks.push(block);
     }
-    fn free(&mut self, addr: u64) -> Option<(u64, u64, Option<CodePos>)> {
-        let i = self.blocks.iter().position(|&(b, _, _)| b == addr)?;
+    fn free(&mut self, addr: u64) -> Option<ModelBlock> {
+        let i = self.blocks.iter().position(|&(b, ..)| b == addr)?;
         Some(self.blocks.remove(i))
     }
     fn lookup(&self, addr: u64) -> Option<HeapBlock> {
         self.blocks
             .iter()
-            .find(|&&(b, s, _)| b <= addr && addr < b + s)
-            .map(|&(base, size, site)| HeapBlock {
+            .find(|&&(b, s, ..)| b <= addr && addr < b + s)
+            .map(|&(base, size, site, align)| HeapBlock {
                 base,
                 size,
                 site,
+                align,
                 offset: addr - base,
             })
     }
@@ -530,12 +536,14 @@ proptest! {
         for op in ops {
             match op {
                 Op::Alloc(a, s, site) => {
+                    // Sites 1 and 3 ask for an alignment (2 and 8 bytes).
+                    let align = Alignment::from_log2(site as u8).filter(|_| site % 2 == 1);
                     let site = CodePos::new(site);
-                    map.on_alloc(a, s, site);
-                    model.alloc(a, s, site);
+                    map.on_alloc(a, s, site, align);
+                    model.alloc((a, s, site, align));
                 }
                 Op::Free(a) => {
-                    let got = map.on_free(a).map(|b| (b.base, b.size, b.site));
+                    let got = map.on_free(a).map(|b| (b.base, b.size, b.site, b.align));
                     prop_assert_eq!(got, model.free(a));
                 }
                 Op::Lookup(a) => prop_assert_eq!(map.lookup(a), model.lookup(a)),
@@ -552,15 +560,15 @@ proptest! {
 fn heap_map_edges() {
     let mut map = HeapMap::new();
     assert!(map.is_empty());
-    map.on_alloc(100, 0, None);
+    map.on_alloc(100, 0, None, None);
     assert_eq!(map.lookup(100), None, "a zero-size block holds no byte");
-    map.on_alloc(100, 10, None);
+    map.on_alloc(100, 10, None, None);
     assert_eq!(map.len(), 1);
     assert_eq!(map.replaced(), 1);
     assert_eq!(map.lookup(109).map(|b| b.offset), Some(9));
     assert_eq!(map.lookup(110), None);
     assert_eq!(map.on_free(105), None, "not a block start");
-    map.on_alloc(u64::MAX - 4, 100, None);
+    map.on_alloc(u64::MAX - 4, 100, None, None);
     assert_eq!(map.lookup(u64::MAX).map(|b| b.offset), Some(4));
     assert!(map.on_free(100).is_some());
     assert_eq!(map.lookup(105), None);

@@ -72,6 +72,7 @@ fn event(kind: u8, x: u8) -> Event {
             addr: 0x10000 + u64::from(x & 0x1f) * 64,
             size: u64::from(x >> 5) * 40,
             site: None,
+            align: None,
         },
         _ => Event::Free {
             addr: 0x10000 + u64::from(x & 0x1f) * 64,

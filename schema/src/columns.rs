@@ -1,4 +1,5 @@
-//! Column encoding of a chunk's events (part of trace format version 1).
+//! Column encoding of a chunk's events (part of trace format version 2; version 1 is the same
+//! without the op codes of aligned allocations, so version 1 chunks decode unchanged).
 //!
 //! Each event becomes a *token*: an op byte plus the event's fields, with addresses and code
 //! positions stored as differences to a prediction. Tokens are spread over four byte columns,
@@ -7,7 +8,9 @@
 //! * `ops`: one byte per event. Bits 0–6 are an op code (see `op_code`): accesses have codes
 //!   `6·kind + size class` (classes 1..=5 mean 1, 2, 4, 8, 16 bytes, 0 means the size follows
 //!   in `args`), every other kind `30 + 2·(kind − 5) + flag`, where the flag says whether the
-//!   optional second value (FLOPs of `Advance`, site of `Alloc`) follows in `args`. Bit 7
+//!   optional second value (FLOPs of `Advance`, site of `Alloc`) follows in `args`. An `Alloc`
+//!   with a requested alignment of 2^k bytes (k in 0..=31) has code `56 + 2·k + flag`
+//!   instead (codes 56..=119; the alignment is in the op code, so it costs no byte). Bit 7
 //!   starts a *run* (below).
 //! * `addrs`: for each access, the zigzag varint difference to the address of the previous
 //!   access whose code position falls into the same slot of a 256-entry table (slot = hash of
@@ -38,7 +41,7 @@
 //! strides. Everything else still costs one decode loop step per event, without per-event
 //! Cap'n Proto objects.
 
-use crate::event::{Access, AccessKind, CodePos, Event, EventKind};
+use crate::event::{Access, AccessKind, Alignment, CodePos, Event, EventKind};
 
 /// Number of columns in a chunk.
 pub const COLUMN_COUNT: usize = 4;
@@ -72,21 +75,33 @@ fn slot(pc: u64) -> usize {
 #[derive(Clone, Copy, Debug)]
 struct OpInfo {
     kind: EventKind,
-    /// Access: size class; others: whether the optional second value is present.
+    /// Access: size class; others: bit 0 says whether the optional second value is present;
+    /// `Alloc`: bits 1.. are 0 without a requested alignment, else its exponent + 1.
     aux: u8,
     /// Access size in bytes, or 0 when it is stored in `args`.
     size: u32,
     valid: bool,
 }
 
+/// First op code of an `Alloc` with a requested alignment (see the module documentation).
+const ALIGNED_ALLOC_CODE: u8 = 56;
+
 /// The op code of `kind` with `aux` (see the module documentation).
 fn op_code(kind: EventKind, aux: u8) -> u8 {
     let k = kind.opcode();
     if k < 5 {
         k * 6 + aux
+    } else if aux >> 1 != 0 {
+        // An aligned `Alloc`: aux = 2·(exponent + 1) + flag.
+        ALIGNED_ALLOC_CODE + (aux - 2)
     } else {
         30 + (k - 5) * 2 + aux
     }
+}
+
+/// The `aux` of an `Alloc` (see [`OpInfo::aux`]).
+fn alloc_aux(site: Option<CodePos>, align: Option<Alignment>) -> u8 {
+    u8::from(site.is_some()) | align.map_or(0, |a| (a.log2() + 1) << 1)
 }
 
 /// Decode table of op codes (bit 7 masked off); invalid codes have `valid: false`.
@@ -126,6 +141,18 @@ const OPS: [OpInfo; 128] = {
                     size: 0,
                     valid: true,
                 };
+            }
+            if matches!(kind, EventKind::Alloc) {
+                let mut aux = 2;
+                while aux < 2 * (Alignment::MAX_LOG2 as usize + 2) {
+                    t[ALIGNED_ALLOC_CODE as usize + aux - 2] = OpInfo {
+                        kind,
+                        aux: aux as u8,
+                        size: 0,
+                        valid: true,
+                    };
+                    aux += 1;
+                }
             }
         }
         k += 1;
@@ -241,6 +268,9 @@ impl State {
                     addr: self.heap,
                     size: t.a,
                     site: CodePos::new(t.b),
+                    align: (info.aux >> 1)
+                        .checked_sub(1)
+                        .and_then(Alignment::from_log2),
                 }
             }
             EventKind::Free => {
@@ -374,12 +404,17 @@ fn any_token(
             0
         }
         Event::ThreadStart | Event::ThreadExit => 0,
-        Event::Alloc { addr, size, site } => {
+        Event::Alloc {
+            addr,
+            size,
+            site,
+            align,
+        } => {
             t.addr = addr.wrapping_sub(*heap);
             *heap = addr;
             t.a = size;
             t.b = site.map_or(0, CodePos::addr);
-            u8::from(site.is_some())
+            alloc_aux(site, align)
         }
         Event::Free { addr } => {
             t.addr = addr.wrapping_sub(*heap);
@@ -1034,7 +1069,7 @@ fn put_token(columns: &mut [Vec<u8>; COLUMN_COUNT], pcs: bool, t: &Token, starts
         EventKind::Alloc => {
             put_varint(addrs, zigzag(t.addr));
             put_varint(args, t.a);
-            if info.aux == 1 {
+            if info.aux & 1 == 1 {
                 put_varint(args, t.b);
             }
         }
@@ -1239,7 +1274,7 @@ fn read_token(
         EventKind::Alloc => {
             t.addr = unzigzag(read(cur, ADDRS)?);
             t.a = read(cur, ARGS)?;
-            if info.aux == 1 {
+            if info.aux & 1 == 1 {
                 t.b = read(cur, ARGS)?;
                 if t.b == 0 {
                     return Err(Fail::Arg("allocation site 0"));
@@ -1485,9 +1520,29 @@ mod tests {
                 addr: 0x7f00_0000_0000,
                 size: 4096,
                 site: CodePos::new(0x401000),
+                align: None,
             },
             Event::Free {
                 addr: 0x7f00_0000_0000,
+            },
+            // Aligned allocations: the smallest and largest exponent, with and without site.
+            Event::Alloc {
+                addr: 0x7f00_0000_1000,
+                size: 8,
+                site: CodePos::new(0x401008),
+                align: Alignment::new(1),
+            },
+            Event::Alloc {
+                addr: 0x8000_0000,
+                size: 1 << 31,
+                site: None,
+                align: Alignment::new(1 << 31),
+            },
+            Event::Alloc {
+                addr: 0x7f00_0000_2000,
+                size: 100,
+                site: None,
+                align: Alignment::new(64),
             },
             Event::Advance { units: 7, flops: 2 },
         ];
@@ -1568,6 +1623,7 @@ mod tests {
                 addr: 0x10_0000 + 64 * i,
                 size: 64,
                 site: CodePos::new(0x600),
+                align: Alignment::new(1 << (i % 8)),
             });
             v.push(Event::Free {
                 addr: 0x10_0000 + 64 * i,
@@ -1690,6 +1746,8 @@ mod tests {
                                 addr,
                                 size: 64,
                                 site: CodePos::new(x),
+                                // Exponent 32 is out of range: no alignment.
+                                align: Alignment::from_log2((x % 33) as u8),
                             },
                             9 => Event::Free { addr },
                             10 => Event::BarrierEnter {

@@ -34,6 +34,52 @@ impl fmt::Display for CodePos {
     }
 }
 
+/// The alignment a program asked for when it allocated a heap block (`aligned_alloc`,
+/// `posix_memalign`, `memalign`, `valloc`): a power of two from 1 to 2^31 bytes.
+///
+/// Stored as the exponent so that [`Event`] stays small and a value that is not a power of two
+/// cannot be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Alignment(u8);
+
+impl Alignment {
+    /// Largest exponent: 2^31 bytes (op codes hold 32 exponents, see [`crate::columns`]).
+    pub const MAX_LOG2: u8 = 31;
+
+    /// The alignment of `bytes`; `None` unless it is a power of two of at most 2^31.
+    pub fn new(bytes: u64) -> Option<Self> {
+        (bytes.is_power_of_two() && bytes.trailing_zeros() <= u32::from(Self::MAX_LOG2))
+            .then(|| Alignment(bytes.trailing_zeros() as u8))
+    }
+
+    /// The alignment 2^`log2`; `None` beyond [`Alignment::MAX_LOG2`].
+    pub fn from_log2(log2: u8) -> Option<Self> {
+        (log2 <= Self::MAX_LOG2).then_some(Alignment(log2))
+    }
+
+    /// The exponent: the alignment is 2^`log2()` bytes.
+    pub fn log2(self) -> u8 {
+        self.0
+    }
+
+    /// The alignment in bytes.
+    pub fn bytes(self) -> u64 {
+        1 << self.0
+    }
+}
+
+impl fmt::Display for Alignment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.bytes())
+    }
+}
+
+impl Serialize for Alignment {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.bytes())
+    }
+}
+
 /// What a memory access does to the addressed bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -160,6 +206,10 @@ pub enum Event {
         size: u64,
         /// The allocation site.
         site: Option<CodePos>,
+        /// The alignment the program asked for (`aligned_alloc(64, n)`: 64); `None` for
+        /// allocation functions that take none (`malloc`, `calloc`, `realloc`: the
+        /// allocator's default alignment, which the trace does not state).
+        align: Option<Alignment>,
     },
     /// A heap block was freed.
     Free {
@@ -347,8 +397,16 @@ impl fmt::Display for Event {
                 write!(f, "{name:<13} {region:#x} team {team}")
             }
             Event::RegionEnd { region } => write!(f, "{name:<13} {region:#x}"),
-            Event::Alloc { addr, size, site } => {
+            Event::Alloc {
+                addr,
+                size,
+                site,
+                align,
+            } => {
                 write!(f, "{name:<13} {addr:#014x} size {size}")?;
+                if let Some(align) = align {
+                    write!(f, " align {align}")?;
+                }
                 if let Some(site) = site {
                     write!(f, " site {site}")?;
                 }

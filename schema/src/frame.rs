@@ -10,8 +10,20 @@ use crate::limits::MAX_FRAME_BYTES;
 /// Magic bytes at the start of every trace file.
 pub const MAGIC: [u8; 8] = *b"CSCOPETR";
 
-/// The trace format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The trace format version this build writes.
+///
+/// Version 2 added the requested alignment of heap allocations (new op codes, see
+/// [`crate::columns`]); everything else is as in version 1.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version this build reads: version 1 files are version 2 files without
+/// aligned allocations.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
+
+/// Whether this build reads files of format `version`.
+pub fn reads_version(version: u32) -> bool {
+    (OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version)
+}
 
 /// Size of the file header: magic, version, flags.
 pub const FILE_HEADER_BYTES: u64 = 16;
@@ -100,10 +112,13 @@ impl<R: Read> FrameReader<R> {
             return Err(truncated());
         }
         let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-        if version != FORMAT_VERSION {
+        if !reads_version(version) {
             return Err(TraceError::new(
                 ErrorKind::UnsupportedVersion,
-                format!("file has format version {version}, this build reads {FORMAT_VERSION}"),
+                format!(
+                    "file has format version {version}, this build reads versions \
+                     {OLDEST_READABLE_VERSION} to {FORMAT_VERSION}"
+                ),
             )
             .at_offset(8));
         }

@@ -35,7 +35,7 @@ pub mod trace_capnp;
 pub mod writer;
 
 pub use error::{ErrorKind, Result, TraceError};
-pub use event::{Access, AccessKind, CodePos, Event, EventKind, ThreadId};
+pub use event::{Access, AccessKind, Alignment, CodePos, Event, EventKind, ThreadId};
 pub use merge::{MergedEvents, QuantaSizes, TimedEvent};
 pub use reader::{CursorMark, OpenOptions, ThreadCursor, ThreadEvents, TraceFile};
 pub use record::{HostInfo, ModuleInfo, TimeUnit, TraceHeader, Trailer};

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::ThreadId;
-use crate::frame::FORMAT_VERSION;
+use crate::frame::{reads_version, FORMAT_VERSION};
 use crate::limits::{
     capnp_options, MAX_CHUNK_EVENTS, MAX_LZ4_RATIO, MAX_RAW_CHUNK_BYTES, MAX_THREADS,
 };
@@ -317,7 +317,7 @@ pub fn decode_record(payload: &[u8]) -> Result<Record> {
         record::Header(h) => {
             let h = h.map_err(malformed)?;
             let version = h.get_format_version();
-            if version != FORMAT_VERSION {
+            if !reads_version(version) {
                 return Err(TraceError::new(
                     ErrorKind::UnsupportedVersion,
                     format!("header record has format version {version}"),

@@ -237,6 +237,7 @@ fn generate_into<W: Write>(p: &GenParams, writer: &TraceWriter<W>) -> Result<()>
                     addr: a,
                     size: p.size,
                     site: CodePos::new(CODE + 0x10 * k as u64),
+                    align: None,
                 })?;
             }
             e.out.push(Event::RegionBegin {

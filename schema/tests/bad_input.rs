@@ -141,6 +141,18 @@ fn wrong_magic_and_version() {
     let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
     assert_eq!(err.kind, ErrorKind::UnsupportedVersion);
     assert!(err.message.contains("version 7"), "{err}");
+    assert!(err.message.contains("versions 1 to 2"), "{err}");
+
+    // Version 1 (no aligned allocations) is still read; 0 and the next version are not.
+    let (mut bytes, _) = sample();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    assert!(with_file(&bytes, |p| TraceFile::open(p).is_ok()));
+    for v in [0u32, 3] {
+        let (mut bytes, _) = sample();
+        bytes[8..12].copy_from_slice(&v.to_le_bytes());
+        let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
+        assert_eq!(err.kind, ErrorKind::UnsupportedVersion, "version {v}");
+    }
 }
 
 /// Replaces the frame at `offset` with `payload` (CRC recomputed) so the damage passes the

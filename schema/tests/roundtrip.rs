@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use cachescope_schema::{
-    verify_file, Access, AccessKind, CodePos, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter,
+    verify_file, Access, AccessKind, Alignment, CodePos, Event, TimeUnit, TraceFile, TraceHeader,
+    TraceWriter,
 };
 use proptest::prelude::*;
 
@@ -49,8 +50,14 @@ fn event() -> impl Strategy<Value = Event> {
         1 => any::<u32>().prop_map(|child| Event::ThreadJoin { child }),
         1 => (any::<u64>(), any::<u32>()).prop_map(|(region, team)| Event::RegionBegin { region, team }),
         1 => any::<u64>().prop_map(|region| Event::RegionEnd { region }),
-        1 => (any::<u64>(), any::<u64>(), code_pos())
-            .prop_map(|(addr, size, site)| Event::Alloc { addr, size, site }),
+        1 => (any::<u64>(), any::<u64>(), code_pos(), 0u8..=32)
+            .prop_map(|(addr, size, site, log2)| Event::Alloc {
+                addr,
+                size,
+                site,
+                // 32 is out of range: no alignment.
+                align: Alignment::from_log2(log2),
+            }),
         1 => any::<u64>().prop_map(|addr| Event::Free { addr }),
     ]
 }

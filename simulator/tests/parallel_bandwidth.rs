@@ -152,7 +152,7 @@ proptest! {
                         pc: NonZeroU64::new(0x400000 + pc).map(CodePos),
                     }),
                     Step::Advance(units, flops) => Event::Advance { units, flops },
-                    Step::Alloc(b, size) => Event::Alloc { addr: 0x100000 * (b + 1), size, site: None },
+                    Step::Alloc(b, size) => Event::Alloc { addr: 0x100000 * (b + 1), size, site: None, align: None },
                     Step::Free(b) => Event::Free { addr: 0x100000 * (b + 1) },
                     Step::Barrier => Event::BarrierLeave { barrier: 1 },
                 };

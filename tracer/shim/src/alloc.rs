@@ -1,13 +1,15 @@
 //! Heap interposition: `malloc`, `calloc`, `realloc`, `free`, `posix_memalign`,
 //! `aligned_alloc`, `memalign`, `valloc`, with the allocation site (the caller's return
-//! address), so analyses can name heap objects by where they were allocated.
+//! address), so analyses can name heap objects by where they were allocated, and with the
+//! alignment asked for (`aligned_alloc`, `posix_memalign`, `memalign`, `valloc`), so that the
+//! false-sharing audit knows which placements of a block cannot happen.
 //!
 //! The real allocator is glibc's, reached through its `__libc_*` entry points rather than
 //! `dlsym`: `dlsym` itself allocates, and would recurse into us before it could answer.
 //! The shim's own allocations (Rust's allocator calls these same symbols) are not recorded:
 //! [`crate::thread::current`] returns `None` while the shim works on a thread.
 
-use cachescope_schema::{CodePos, Event};
+use cachescope_schema::{Alignment, CodePos, Event};
 use libc::{c_int, c_void, size_t};
 
 use crate::thread;
@@ -21,7 +23,9 @@ extern "C" {
     fn __libc_valloc(size: size_t) -> *mut c_void;
 }
 
-fn record_alloc(p: *mut c_void, size: usize, ret: u64) {
+/// Records a block of `size` bytes at `p` allocated from return address `ret`, with the
+/// alignment the caller asked for (`None`: the allocator's default).
+fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>) {
     if p.is_null() {
         return;
     }
@@ -30,8 +34,17 @@ fn record_alloc(p: *mut c_void, size: usize, ret: u64) {
             addr: p as u64,
             size: size as u64,
             site: CodePos::new(ret.wrapping_sub(1)),
+            align,
         });
     }
+}
+
+/// The alignment `memalign(align, …)` guarantees: glibc rounds an alignment that is not a
+/// power of two up to the next one. `None` when that does not fit the trace (above 2^31).
+fn requested(align: size_t) -> Option<Alignment> {
+    align
+        .checked_next_power_of_two()
+        .and_then(|a| Alignment::new(a as u64))
 }
 
 fn record_free(p: *mut c_void) {
@@ -46,14 +59,14 @@ fn record_free(p: *mut c_void) {
 extern "C" fn malloc_impl(size: size_t, ret: u64) -> *mut c_void {
     // SAFETY: glibc's allocator with the caller's argument.
     let p = unsafe { __libc_malloc(size) };
-    record_alloc(p, size, ret);
+    record_alloc(p, size, ret, None);
     p
 }
 
 extern "C" fn calloc_impl(n: size_t, size: size_t, ret: u64) -> *mut c_void {
     // SAFETY: as above.
     let p = unsafe { __libc_calloc(n, size) };
-    record_alloc(p, n.saturating_mul(size), ret);
+    record_alloc(p, n.saturating_mul(size), ret, None);
     p
 }
 
@@ -63,7 +76,7 @@ extern "C" fn realloc_impl(old: *mut c_void, size: size_t, ret: u64) -> *mut c_v
     if !p.is_null() || size == 0 {
         record_free(old);
     }
-    record_alloc(p, size, ret);
+    record_alloc(p, size, ret, None);
     p
 }
 
@@ -76,14 +89,21 @@ extern "C" fn free_impl(p: *mut c_void) {
 extern "C" fn memalign_impl(align: size_t, size: size_t, ret: u64) -> *mut c_void {
     // SAFETY: as above.
     let p = unsafe { __libc_memalign(align, size) };
-    record_alloc(p, size, ret);
+    record_alloc(p, size, ret, requested(align));
     p
 }
 
 extern "C" fn valloc_impl(size: size_t, ret: u64) -> *mut c_void {
     // SAFETY: as above.
     let p = unsafe { __libc_valloc(size) };
-    record_alloc(p, size, ret);
+    // SAFETY: sysconf only reads a constant of the system.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    record_alloc(
+        p,
+        size,
+        ret,
+        u64::try_from(page).ok().and_then(Alignment::new),
+    );
     p
 }
 
@@ -103,7 +123,7 @@ extern "C" fn posix_memalign_impl(
     }
     // SAFETY: `out` is the caller's result slot.
     unsafe { out.write(p) };
-    record_alloc(p, size, ret);
+    record_alloc(p, size, ret, Alignment::new(align as u64));
     0
 }
 
