@@ -200,7 +200,7 @@ pub struct EngineArgs {
 pub struct BandwidthArgs {
     /// The trace file.
     pub trace: PathBuf,
-    /// Machine model with a [bandwidth] section: a preset (ivybridge-4c) or a TOML file, e.g.
+    /// Machine model with a `[bandwidth]` section: a preset (ivybridge-4c) or a TOML file, e.g.
     /// from `cachescope calibrate --bandwidth -o host.toml`.
     #[arg(long, short, default_value = "ivybridge-4c")]
     pub machine: String,
