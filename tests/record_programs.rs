@@ -543,3 +543,95 @@ fn the_writer_thread_keeps_the_cpus_of_record_when_openmp_binds_the_main_thread(
         );
     }
 }
+
+/// The C++ compiler of the same family as `compiler` (a C compiler of [`compilers`]).
+fn cxx_of(compiler: &str) -> String {
+    match compiler {
+        "gcc" => "g++".to_owned(),
+        c => c.replacen("clang", "clang++", 1),
+    }
+}
+
+#[test]
+fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_new.cpp");
+    // C++17 for both (clang-14 defaults to C++14, which has no aligned operator new).
+    let flags = ["-O2", "-std=c++17"];
+    for compiler in compilers() {
+        let cxx = cxx_of(compiler);
+        let native = dir.path().join(format!("cxx-native-{compiler}"));
+        run_ok(
+            Command::new(&cxx)
+                .args(flags)
+                .arg(&src)
+                .arg("-o")
+                .arg(&native),
+        );
+        let expected = String::from_utf8(run_ok(&mut Command::new(&native)).stdout).unwrap();
+        assert_eq!(expected.trim(), "sum=3 threw=1 nothrow_null=1", "{cxx}");
+        let prog = build(dir.path(), format!("cxx-{compiler}"), &cxx, &src, &flags);
+        let trace = dir.path().join(format!("cxx-{compiler}.cstrace"));
+        // The same output while recording: bad_alloc is thrown and caught through the shim's
+        // operator new, and nothrow new still returns null.
+        assert_eq!(record(&trace, &prog, &[], 1), expected, "{cxx}: recording");
+
+        let t = TraceFile::open(&trace).unwrap();
+        let mut symbols = cachescope_analysis::symbols::Symbolizer::new(t.modules());
+        let mut named = Vec::new();
+        for (_, evs) in events(&trace) {
+            for e in evs {
+                if let Event::Alloc {
+                    addr,
+                    size,
+                    site,
+                    align,
+                } = e
+                {
+                    let block = cachescope_analysis::heap::HeapBlock {
+                        base: addr,
+                        size,
+                        site,
+                        align,
+                        offset: 0,
+                    };
+                    named.push((
+                        symbols.heap_block_name(&block),
+                        size,
+                        align.map(|a| a.bytes()),
+                    ));
+                }
+            }
+        }
+        // (marker, bytes, alignment asked for): Pair is 16 bytes, Wide 128 (aligned 128).
+        let pair = std::mem::size_of::<[u64; 2]>() as u64;
+        for (marker, size, align) in [
+            ("NEW_ONE", pair, None),
+            ("NEW_ARRAY", 5 * pair, None),
+            ("NEW_VECTOR", 7 * pair, None),
+            ("NEW_NOTHROW", 9 * pair, None),
+            ("NEW_ALIGNED", 2 * 128, Some(128)),
+            ("NEW_ALIGNED_NOTHROW", 128, Some(128)),
+        ] {
+            let at = format!("(cxx_new.cpp:{}:", line_of(&src, marker));
+            let found: Vec<_> = named.iter().filter(|(n, ..)| n.contains(&at)).collect();
+            assert_eq!(
+                found.len(),
+                1,
+                "{cxx}: one block allocated at {marker} {at}; all: {named:#?}"
+            );
+            assert!(
+                found[0].0.starts_with("heap block from main ("),
+                "{cxx}: {found:?}"
+            );
+            assert_eq!((found[0].1, found[0].2), (size, align), "{cxx}: {marker}");
+        }
+        // Nothing else is attributed to the program's lines (the failed allocations made no
+        // block, and no allocation of the runtime took a pending site).
+        let ours = named
+            .iter()
+            .filter(|(n, ..)| n.contains("(cxx_new.cpp:"))
+            .count();
+        assert_eq!(ours, 6, "{cxx}: {named:#?}");
+    }
+}

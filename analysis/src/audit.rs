@@ -856,7 +856,11 @@ fn fingerprint(
         ]
     };
     let object_parts = match (object.kind, heap_loc.as_deref()) {
-        ("heap", Some(loc)) => code(loc.function.as_deref(), loc.file.as_deref(), loc.line),
+        // The site the object is named by (the program's line for inlined library code).
+        ("heap", Some(loc)) => match loc.user_call_site() {
+            Some(c) => code(c.function.as_deref(), c.file.as_deref(), c.line),
+            None => code(loc.function.as_deref(), loc.file.as_deref(), loc.line),
+        },
         ("unknown", _) => ["unknown".to_owned(), String::new(), String::new()],
         _ => [object.name.clone(), String::new(), String::new()],
     };

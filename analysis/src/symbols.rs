@@ -129,6 +129,54 @@ impl CodeLocation {
             None => self.function.as_deref(),
         }
     }
+
+    /// The innermost frame in the program's own source: the innermost one unless its file is
+    /// a system or compiler header (`is_system_source`), then the first call site (going
+    /// outwards) that is not. C++ allocations are made in inlined library code
+    /// (`std::vector` → `std::__new_allocator::allocate` in `new_allocator.h`); the line that
+    /// names the object is the one in the program that the library code was inlined into.
+    /// `None` when the innermost frame is the program's own (or nothing better is known).
+    pub fn user_call_site(&self) -> Option<&InlinedCall> {
+        if !self.file.as_deref().is_some_and(is_system_source) {
+            return None;
+        }
+        self.inlined_into
+            .iter()
+            .find(|c| c.file.as_deref().is_some_and(|f| !is_system_source(f)))
+    }
+}
+
+/// Whether `path` is a system or compiler header rather than the program's own source: under
+/// `/usr/include`, `/usr/lib` (gcc's and clang's own headers) or their `/usr/local` twins, or
+/// in a C++ standard library directory (`…/include/c++/…`) wherever a toolchain keeps it.
+pub fn is_system_source(path: &str) -> bool {
+    [
+        "/usr/include/",
+        "/usr/lib/",
+        "/usr/local/include/",
+        "/usr/local/lib/",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
+        || path.contains("/include/c++/")
+}
+
+impl fmt::Display for InlinedCall {
+    /// `function (file.c:12:5)`, with the file's base name, as for [`CodeLocation`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.function.as_deref().unwrap_or("?"))?;
+        if let Some(file) = &self.file {
+            write!(f, " ({}", base_name(file))?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+                if let Some(col) = self.column {
+                    write!(f, ":{col}")?;
+                }
+            }
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for CodeLocation {
@@ -442,7 +490,10 @@ impl Symbolizer {
     /// allocation site, e.g. `heap block from main (jacobi.c:41)`.
     pub fn heap_block_name(&mut self, block: &HeapBlock) -> String {
         match block.site.and_then(|site| self.code_pos(site)) {
-            Some(loc) => format!("heap block from {loc}"),
+            Some(loc) => match loc.user_call_site() {
+                Some(call) => format!("heap block from {call}"),
+                None => format!("heap block from {loc}"),
+            },
             None => match block.site {
                 Some(site) => format!("heap block from {site}"),
                 None => "heap block (allocation site unknown)".to_owned(),

@@ -580,3 +580,24 @@ fn symbolizer_can_move_to_a_worker() {
     send::<Symbolizer>();
     send::<HeapMap>();
 }
+
+#[test]
+fn system_headers_are_not_the_programs_own_source() {
+    use cachescope_analysis::symbols::is_system_source;
+    for path in [
+        "/usr/include/c++/12/bits/new_allocator.h",
+        "/usr/lib/gcc/x86_64-linux-gnu/12/include/omp.h",
+        "/usr/lib/llvm-14/lib/clang/14.0.6/include/stddef.h",
+        "/usr/local/include/boost/vector.hpp",
+        "/opt/gcc-13/include/c++/13/bits/stl_vector.h",
+    ] {
+        assert!(is_system_source(path), "{path}");
+    }
+    for path in [
+        "/work/main/examples/spmv_dynamic.c",
+        "/home/me/src/include/my.h",
+        "a.c",
+    ] {
+        assert!(!is_system_source(path), "{path}");
+    }
+}

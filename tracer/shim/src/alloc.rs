@@ -12,7 +12,7 @@
 use cachescope_schema::{Alignment, CodePos, Event};
 use libc::{c_int, c_void, size_t};
 
-use crate::thread;
+use crate::{cxx_new, thread};
 
 extern "C" {
     fn __libc_malloc(size: size_t) -> *mut c_void;
@@ -24,19 +24,22 @@ extern "C" {
 }
 
 /// Records a block of `size` bytes at `p` allocated from return address `ret`, with the
-/// alignment the caller asked for (`None`: the allocator's default).
+/// alignment the caller asked for (`None`: the allocator's default). An allocation made for
+/// C++ `operator new` takes the site of the `new` instead (`cxx_new.rs`), also when it failed.
 fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>) {
+    let Some(st) = thread::current() else {
+        return;
+    };
+    let ret = cxx_new::site_of(ret, size);
     if p.is_null() {
         return;
     }
-    if let Some(st) = thread::current() {
-        st.push(Event::Alloc {
-            addr: p as u64,
-            size: size as u64,
-            site: CodePos::new(ret.wrapping_sub(1)),
-            align,
-        });
-    }
+    st.push(Event::Alloc {
+        addr: p as u64,
+        size: size as u64,
+        site: CodePos::new(ret.wrapping_sub(1)),
+        align,
+    });
 }
 
 /// The alignment `memalign(align, …)` guarantees: glibc rounds an alignment that is not a

@@ -4,7 +4,7 @@
 //! ThreadSanitizer entry points (`tsan.rs`, `atomics.rs`) and SanitizerCoverage callbacks
 //! (`cov.rs`) report memory accesses and basic blocks; interposed functions report threads,
 //! locks and barriers (`pthread.rs`, `gomp.rs`; LLVM libomp through the OMPT tool in
-//! `ompt.rs`), heap blocks (`alloc.rs`), `memcpy`/`memset` ranges (`mem.rs`) and modules
+//! `ompt.rs`), heap blocks (`alloc.rs`; C++ `operator new` sites in `cxx_new.rs`), `memcpy`/`memset` ranges (`mem.rs`) and modules
 //! (`exit.rs`'s `dlopen`). Events go into per-thread buffers (`thread.rs`) and from there to one writer
 //! thread (`recorder.rs`) that encodes the trace with the schema crate's writer.
 //!
@@ -22,6 +22,7 @@ mod alloc;
 mod atomics;
 mod blockcost;
 mod cov;
+mod cxx_new;
 mod exit;
 mod gomp;
 mod mem;
