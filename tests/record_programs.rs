@@ -635,3 +635,99 @@ fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
         assert_eq!(ours, 6, "{cxx}: {named:#?}");
     }
 }
+
+#[test]
+fn cxx_operator_new_works_in_dlopened_plugins_and_library_constructors() {
+    let dir = tempfile::tempdir().unwrap();
+    // A C++ plugin (plain g++, not instrumented) loaded by an instrumented C program: the
+    // shim's operator new must find the real one in the libstdc++ that came with the plugin.
+    let plugin = dir.path().join("libplugin.so");
+    run_ok(
+        Command::new("g++")
+            .args(["-O2", "-shared", "-fPIC"])
+            .arg(source("cxx_plugin.cpp"))
+            .arg("-o")
+            .arg(&plugin),
+    );
+    for compiler in compilers() {
+        let host = build(
+            dir.path(),
+            format!("host-{compiler}"),
+            compiler,
+            &source("c_host_dlopen.c"),
+            &["-O2", "-ldl"],
+        );
+        // Not recording (the shim is inert) and recording.
+        let inert = run_ok(Command::new(&host).arg(&plugin));
+        assert_eq!(
+            String::from_utf8_lossy(&inert.stdout),
+            "plugin_sum=9900\n",
+            "{compiler}"
+        );
+        let trace = dir.path().join(format!("host-{compiler}.cstrace"));
+        let out = record(&trace, &host, &[plugin.to_str().unwrap()], 1);
+        assert_eq!(out, "plugin_sum=9900\n", "{compiler}: recording");
+    }
+
+    // A library whose global constructor runs `new` before the recorder starts: its note must
+    // not name the program's first block of the same size.
+    let lib = dir.path().join("libctor.so");
+    run_ok(
+        Command::new("g++")
+            .args(["-O2", "-shared", "-fPIC"])
+            .arg(source("cxx_ctor_lib.cpp"))
+            .arg("-o")
+            .arg(&lib),
+    );
+    let src = source("cxx_ctor_main.cpp");
+    let rpath = format!("-Wl,-rpath,{}", dir.path().display());
+    let libdir = format!("-L{}", dir.path().display());
+    let prog = dir.path().join("ctor-main");
+    // The library after the source that uses it.
+    cc(
+        "g++",
+        &[
+            "-O2",
+            src.to_str().unwrap(),
+            "-o",
+            prog.to_str().unwrap(),
+            &libdir,
+            "-lctor",
+            &rpath,
+        ],
+    );
+    let trace = dir.path().join("ctor-main.cstrace");
+    let out = record(&trace, &prog, &[], 1);
+    let mine = out
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("mine=0x"))
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap_or_else(|| panic!("no address in {out:?}"));
+    let t = TraceFile::open(&trace).unwrap();
+    let mut symbols = cachescope_analysis::symbols::Symbolizer::new(t.modules());
+    let (size, site, align) = events(&trace)
+        .into_iter()
+        .flat_map(|(_, evs)| evs)
+        .find_map(|e| match e {
+            Event::Alloc {
+                addr,
+                size,
+                site,
+                align,
+            } if addr == mine => Some((size, site, align)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Alloc at {mine:#x}"));
+    let name = symbols.heap_block_name(&cachescope_analysis::heap::HeapBlock {
+        base: mine,
+        size,
+        site,
+        align,
+        offset: 0,
+    });
+    let at = format!(
+        "heap block from main (cxx_ctor_main.cpp:{}:",
+        line_of(&src, "NEW_MAIN")
+    );
+    assert!(name.starts_with(&at), "{name} ({at}…)");
+}

@@ -361,8 +361,11 @@ pub fn audit(
     // under some predicted layout; the worst predicted layout is reported.
     let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
     for report in &reports[1..] {
-        for (object, blocks) in group(report, &mut symbols) {
-            if shift_breaks_alignment(report.layout, &blocks, &mut symbols) {
+        for (object, mut blocks) in group(report, &mut symbols) {
+            // Only the lines of blocks that can land there: one allocation site may hand out
+            // blocks of different alignments (an allocation wrapper taking the alignment).
+            blocks.retain(|b| !shift_breaks_alignment(report.layout, b, &mut symbols));
+            if blocks.is_empty() {
                 continue;
             }
             let recorded_events = recorded
@@ -577,24 +580,26 @@ fn object_name(b: &BlockEstimate, symbols: &mut Symbolizer) -> ObjectName {
     }
 }
 
-/// Whether `layout` shifts the object by an amount its alignment rules out: such a predicted
-/// layout cannot happen. A global's alignment is the one declared in the DWARF (`alignas(64)`
-/// keeps it on a line boundary, whatever the link order); a heap block's is the one the
-/// program asked for (`aligned_alloc(64, n)`, recorded in the trace). Without either (a global
-/// without DWARF or declared alignment, a `malloc`ed block) every shift is kept.
-fn shift_breaks_alignment(
-    layout: Layout,
-    blocks: &[BlockEstimate],
-    symbols: &mut Symbolizer,
-) -> bool {
-    let Some(b) = blocks.first() else {
-        return false;
-    };
+/// Alignment every allocation function guarantees for blocks of at least this many bytes:
+/// `alignof(max_align_t)` on x86-64, what C's `malloc` and C++'s `new` promise (glibc gives it
+/// to every block).
+const FUNDAMENTAL_ALIGNMENT: u64 = 16;
+
+/// Whether `layout` shifts the object holding block `b` by an amount the object's alignment
+/// rules out: such a predicted layout cannot happen. A global's alignment is the one declared
+/// in the DWARF (`alignas(64)` keeps it on a line boundary, whatever the link order); a heap
+/// block's is the one the program asked for (`aligned_alloc(64, n)`, recorded in the trace),
+/// and at least [`FUNDAMENTAL_ALIGNMENT`] for blocks that large. A global without DWARF or
+/// declared alignment keeps every shift.
+fn shift_breaks_alignment(layout: Layout, b: &BlockEstimate, symbols: &mut Symbolizer) -> bool {
     if layout.shift == 0 {
         return false;
     }
     let align = match &b.heap {
-        Some(h) => h.align.map(Alignment::bytes),
+        Some(h) => {
+            let fundamental = (h.size >= FUNDAMENTAL_ALIGNMENT).then_some(FUNDAMENTAL_ALIGNMENT);
+            h.align.map(Alignment::bytes).max(fundamental)
+        }
         None => symbols.declared_alignment(b.sample_addr),
     };
     align.is_some_and(|a| layout.shift % a != 0)
@@ -780,9 +785,10 @@ fn suggestion(
                 ),
                 (Some(0), "heap") => format!(
                     " It started on a {line}-byte boundary in this recording, but its allocation \
-                     does not guarantee that (malloc guarantees 16 bytes, aligned_alloc and \
-                     posix_memalign what they are asked for); allocate it with \
-                     aligned_alloc({line}, …) and the audit rules such placements out"
+                     does not guarantee that (malloc and new guarantee 16 bytes; aligned_alloc, \
+                     posix_memalign and new of an alignas type what they ask for); allocate it \
+                     with aligned_alloc({line}, …) in C, or declare its type alignas({line}) in \
+                     C++, and the audit rules such placements out"
                 ),
                 _ => String::new(),
             };

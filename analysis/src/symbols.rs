@@ -148,17 +148,17 @@ impl CodeLocation {
 
 /// Whether `path` is a system or compiler header rather than the program's own source: under
 /// `/usr/include`, `/usr/lib` (gcc's and clang's own headers) or their `/usr/local` twins, or
-/// in a C++ standard library directory (`…/include/c++/…`) wherever a toolchain keeps it.
+/// wherever a toolchain keeps its C++ library (`…/include/c++/…`) or its own headers
+/// (`…/lib/gcc/…`, `…/lib/clang/…`: toolchains in `/opt`, Spack, conda).
 pub fn is_system_source(path: &str) -> bool {
-    [
+    const PREFIXES: [&str; 4] = [
         "/usr/include/",
         "/usr/lib/",
         "/usr/local/include/",
         "/usr/local/lib/",
-    ]
-    .iter()
-    .any(|p| path.starts_with(p))
-        || path.contains("/include/c++/")
+    ];
+    const PARTS: [&str; 3] = ["/include/c++/", "/lib/gcc/", "/lib/clang/"];
+    PREFIXES.iter().any(|p| path.starts_with(p)) || PARTS.iter().any(|p| path.contains(p))
 }
 
 impl fmt::Display for InlinedCall {

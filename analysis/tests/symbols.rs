@@ -590,12 +590,15 @@ fn system_headers_are_not_the_programs_own_source() {
         "/usr/lib/llvm-14/lib/clang/14.0.6/include/stddef.h",
         "/usr/local/include/boost/vector.hpp",
         "/opt/gcc-13/include/c++/13/bits/stl_vector.h",
+        "/opt/rh/gcc-toolset-13/root/usr/lib/gcc/x86_64-redhat-linux/13/include/mm_malloc.h",
+        "/opt/llvm/lib/clang/17/include/stddef.h",
     ] {
         assert!(is_system_source(path), "{path}");
     }
     for path in [
         "/work/main/examples/spmv_dynamic.c",
         "/home/me/src/include/my.h",
+        "/usr/local/src/app/main.c",
         "a.c",
     ] {
         assert!(!is_system_source(path), "{path}");

@@ -27,10 +27,12 @@ extern "C" {
 /// alignment the caller asked for (`None`: the allocator's default). An allocation made for
 /// C++ `operator new` takes the site of the `new` instead (`cxx_new.rs`), also when it failed.
 fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>) {
+    // First, whether or not this thread records: the `new` this allocation serves noted its
+    // site, and a note left pending (before recording starts, say) would name a later block.
+    let ret = cxx_new::site_of(ret, size);
     let Some(st) = thread::current() else {
         return;
     };
-    let ret = cxx_new::site_of(ret, size);
     if p.is_null() {
         return;
     }

@@ -24,8 +24,8 @@
 //! Deletes need nothing: `operator delete` frees with `free`, which the shim records.
 
 use std::cell::Cell;
-
-use crate::real::Real;
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The calling thread's pending `operator new` site.
 #[derive(Clone, Copy)]
@@ -48,17 +48,97 @@ thread_local! {
     static PENDING: Cell<Pending> = const { Cell::new(NONE) };
 }
 
-/// The real definitions, in the order of the entry points below.
-static REAL: [Real; 8] = [
-    Real::new(c"_Znwm"),
-    Real::new(c"_Znam"),
-    Real::new(c"_ZnwmRKSt9nothrow_t"),
-    Real::new(c"_ZnamRKSt9nothrow_t"),
-    Real::new(c"_ZnwmSt11align_val_t"),
-    Real::new(c"_ZnamSt11align_val_t"),
-    Real::new(c"_ZnwmSt11align_val_tRKSt9nothrow_t"),
-    Real::new(c"_ZnamSt11align_val_tRKSt9nothrow_t"),
+/// The forms' symbols, in the order of the entry points below.
+static NAMES: [&CStr; 8] = [
+    c"_Znwm",
+    c"_Znam",
+    c"_ZnwmRKSt9nothrow_t",
+    c"_ZnamRKSt9nothrow_t",
+    c"_ZnwmSt11align_val_t",
+    c"_ZnamSt11align_val_t",
+    c"_ZnwmSt11align_val_tRKSt9nothrow_t",
+    c"_ZnamSt11align_val_tRKSt9nothrow_t",
 ];
+
+/// The real forms' addresses, 0 until found.
+static REAL: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
+
+/// The real operator new form `form`: the next definition after the shim, or, when the C++
+/// library was loaded later with `dlopen` (a C program loading a C++ plugin: `RTLD_NEXT`
+/// searches only the libraries loaded at start), the first definition outside the shim in
+/// any loaded library. Missing everywhere is fatal: someone called it, so it exists.
+fn real(form: usize) -> usize {
+    let found = REAL[form].load(Ordering::Acquire);
+    if found != 0 {
+        return found;
+    }
+    let name = NAMES[form];
+    // SAFETY: `name` is NUL-terminated; RTLD_NEXT searches the modules after the shim.
+    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    let addr = if next != 0 {
+        next
+    } else {
+        loaded_definition(name).unwrap_or_else(|| {
+            let msg = b"cachescope: C++ operator new called, but no library defines it\n";
+            // SAFETY: writing a static buffer to stderr.
+            unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+            std::process::abort()
+        })
+    };
+    REAL[form].store(addr, Ordering::Release);
+    addr
+}
+
+/// Start of the loaded object holding `addr` (`dladdr`), or 0.
+fn object_base(addr: usize) -> usize {
+    // SAFETY: all-zero is a valid `Dl_info` (null pointers); dladdr fills it or leaves it.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables for `addr`.
+    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 {
+        return 0;
+    }
+    info.dli_fbase as usize
+}
+
+/// The first definition of `name` outside the shim in the libraries loaded now, each asked
+/// with `dlopen(RTLD_NOLOAD)` + `dlsym` (which searches that library and its dependencies).
+fn loaded_definition(name: &CStr) -> Option<usize> {
+    // Paths first: `dlopen` must not run inside `dl_iterate_phdr`, which holds a loader lock.
+    let mut paths: Vec<CString> = Vec::new();
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the `Vec` passed below; `info` is valid during the callback.
+        let (paths, info) = unsafe { (&mut *data.cast::<Vec<CString>>(), &*info) };
+        if !info.dlpi_name.is_null() {
+            // SAFETY: a non-null `dlpi_name` is a NUL-terminated path.
+            let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+            if !path.is_empty() {
+                paths.push(path.to_owned());
+            }
+        }
+        0
+    }
+    // SAFETY: `visit` only pushes to the `Vec` behind `data`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut paths as *mut Vec<CString>).cast()) };
+    let shim = object_base(note_new as *const () as usize);
+    paths.iter().find_map(|path| {
+        // SAFETY: `path` is NUL-terminated; RTLD_NOLOAD only looks the library up.
+        let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if h.is_null() {
+            return None;
+        }
+        // SAFETY: `h` is a live handle, `name` NUL-terminated; the handle is closed after.
+        let addr = unsafe {
+            let a = libc::dlsym(h, name.as_ptr()) as usize;
+            libc::dlclose(h);
+            a
+        };
+        (addr != 0 && object_base(addr) != shim).then_some(addr)
+    })
+}
 
 /// Forms 4..8 take an alignment as their second argument.
 const FIRST_ALIGNED: usize = 4;
@@ -67,8 +147,8 @@ const FIRST_ALIGNED: usize = 4;
 /// `ret` with `size` and `second` (the alignment for the aligned forms); returns the address
 /// of the real form to jump to.
 extern "C" fn note_new(ret: u64, form: usize, size: usize, second: usize) -> usize {
-    // Resolved first: `dlsym` allocates, and must not take the site noted below.
-    let real = REAL[form].expect();
+    // Resolved first: finding it may allocate, and must not take the site noted below.
+    let real = real(form);
     let align = if form >= FIRST_ALIGNED { second } else { 1 };
     // `try_with`: during thread teardown the slot may be gone; then nothing is noted.
     let _ = PENDING.try_with(|p| {
