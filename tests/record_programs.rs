@@ -636,19 +636,24 @@ fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
     }
 }
 
+/// Builds `src` with plain g++ (not instrumented) into the shared library `out`.
+fn shared_cxx_lib(src: &Path, out: &Path) -> PathBuf {
+    run_ok(
+        Command::new("g++")
+            .args(["-O2", "-shared", "-fPIC"])
+            .arg(src)
+            .arg("-o")
+            .arg(out),
+    );
+    out.to_path_buf()
+}
+
 #[test]
 fn cxx_operator_new_works_in_dlopened_plugins_and_library_constructors() {
     let dir = tempfile::tempdir().unwrap();
     // A C++ plugin (plain g++, not instrumented) loaded by an instrumented C program: the
     // shim's operator new must find the real one in the libstdc++ that came with the plugin.
-    let plugin = dir.path().join("libplugin.so");
-    run_ok(
-        Command::new("g++")
-            .args(["-O2", "-shared", "-fPIC"])
-            .arg(source("cxx_plugin.cpp"))
-            .arg("-o")
-            .arg(&plugin),
-    );
+    let plugin = shared_cxx_lib(&source("cxx_plugin.cpp"), &dir.path().join("libplugin.so"));
     for compiler in compilers() {
         let host = build(
             dir.path(),
@@ -671,14 +676,7 @@ fn cxx_operator_new_works_in_dlopened_plugins_and_library_constructors() {
 
     // A library whose global constructor runs `new` before the recorder starts: its note must
     // not name the program's first block of the same size.
-    let lib = dir.path().join("libctor.so");
-    run_ok(
-        Command::new("g++")
-            .args(["-O2", "-shared", "-fPIC"])
-            .arg(source("cxx_ctor_lib.cpp"))
-            .arg("-o")
-            .arg(&lib),
-    );
+    shared_cxx_lib(&source("cxx_ctor_lib.cpp"), &dir.path().join("libctor.so"));
     let src = source("cxx_ctor_main.cpp");
     let rpath = format!("-Wl,-rpath,{}", dir.path().display());
     let libdir = format!("-L{}", dir.path().display());

@@ -165,18 +165,28 @@ impl fmt::Display for InlinedCall {
     /// `function (file.c:12:5)`, with the file's base name, as for [`CodeLocation`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.function.as_deref().unwrap_or("?"))?;
-        if let Some(file) = &self.file {
-            write!(f, " ({}", base_name(file))?;
-            if let Some(line) = self.line {
-                write!(f, ":{line}")?;
-                if let Some(col) = self.column {
-                    write!(f, ":{col}")?;
-                }
-            }
-            f.write_str(")")?;
-        }
-        Ok(())
+        write_position(f, self.file.as_deref(), self.line, self.column)
     }
+}
+
+/// ` (file.c:12:5)` with the file's base name; nothing without a file, the parts known.
+fn write_position(
+    f: &mut fmt::Formatter<'_>,
+    file: Option<&str>,
+    line: Option<u32>,
+    column: Option<u32>,
+) -> fmt::Result {
+    let Some(file) = file else {
+        return Ok(());
+    };
+    write!(f, " ({}", base_name(file))?;
+    if let Some(line) = line {
+        write!(f, ":{line}")?;
+        if let Some(col) = column {
+            write!(f, ":{col}")?;
+        }
+    }
+    f.write_str(")")
 }
 
 impl fmt::Display for CodeLocation {
@@ -187,17 +197,7 @@ impl fmt::Display for CodeLocation {
             Some(func) => f.write_str(func)?,
             None => write!(f, "{}+{:#x}", base_name(&self.module), self.module_address)?,
         }
-        if let Some(file) = &self.file {
-            write!(f, " ({}", base_name(file))?;
-            if let Some(line) = self.line {
-                write!(f, ":{line}")?;
-                if let Some(col) = self.column {
-                    write!(f, ":{col}")?;
-                }
-            }
-            f.write_str(")")?;
-        }
-        Ok(())
+        write_position(f, self.file.as_deref(), self.line, self.column)
     }
 }
 

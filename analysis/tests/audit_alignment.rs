@@ -49,10 +49,7 @@ fn site(i: usize) -> Option<CodePos> {
 
 /// A trace of two threads writing their elements of `STRUCTS` structs of `pattern` in every
 /// region (starts are line-aligned).
-fn trace(
-    pattern: (u64, Vec<Element>),
-    regions: &[Region],
-) -> (tempfile::TempDir, TraceFile) {
+fn trace(pattern: (u64, Vec<Element>), regions: &[Region]) -> (tempfile::TempDir, TraceFile) {
     let (stride, elements) = pattern;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("aligned.cstrace");

@@ -5,8 +5,9 @@
 //! inside libstdc++, and the audit would merge all of them into one data object. The shim
 //! exports the eight global `operator new` forms; each entry point notes its caller's return
 //! address as the *pending site* of the calling thread and jumps to the real operator new
-//! (the next definition, found with `dlsym(RTLD_NEXT)`), which calls `malloc`; the shim's
-//! `malloc` then takes the pending site instead of its own return address (`alloc.rs`).
+//! (the next definition, found with `dlsym(RTLD_NEXT)`, or in a C++ library `dlopen`ed
+//! later), which calls `malloc`; the shim's `malloc` then takes the pending site instead of
+//! its own return address (`alloc.rs`), whether or not the thread records.
 //!
 //! Why a note and a jump instead of allocating here: the real operator new calls the
 //! new-handler and throws `std::bad_alloc` when memory runs out, and an exception cannot
@@ -19,7 +20,8 @@
 //! only if its size is the one `new` was asked for (libstdc++ asks for at least 1 byte, and
 //! rounds an aligned request up to a multiple of the alignment); any other allocation keeps
 //! its own site. An operator new that does not call `malloc` (another allocator's) leaves its
-//! note unused, and the next note replaces it.
+//! note pending until an allocation of that size takes it or a note of another size or
+//! alignment replaces it (docs/tracer.md lists this).
 //!
 //! Deletes need nothing: `operator delete` frees with `free`, which the shim records.
 
