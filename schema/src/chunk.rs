@@ -1,8 +1,11 @@
 //! Chunks: a thread's events, column-encoded and LZ4-compressed, inside one record.
 
-use crate::columns::{decode_columns, ColumnEncoder, COLUMN_COUNT, DECODE_PADDING};
+use crate::columns::{
+    decode_columns, first_op_newer_than, ColumnEncoder, COLUMN_COUNT, COLUMN_NAMES, DECODE_PADDING,
+};
 use crate::error::{ErrorKind, Result, TraceError};
 use crate::event::Event;
+use crate::frame::FORMAT_VERSION;
 use crate::record::{encode_chunk, ChunkMeta, ChunkRecord, TimeUnit};
 
 /// How far a thread's own clock moves over `events` (before sync alignment).
@@ -78,12 +81,29 @@ impl ChunkEncoder {
 }
 
 /// Decodes chunks; keeps its decompression buffer between chunks.
-#[derive(Default, Debug)]
+#[derive(Debug)]
 pub struct ChunkDecoder {
     raw: Vec<u8>,
+    version: u32,
+}
+
+impl Default for ChunkDecoder {
+    /// A decoder for chunks of the format version this build writes.
+    fn default() -> Self {
+        Self::for_version(FORMAT_VERSION)
+    }
 }
 
 impl ChunkDecoder {
+    /// A decoder for chunks of a file of format `version` (one the frame reader accepted):
+    /// chunks of older versions must not use what later versions added.
+    pub fn for_version(version: u32) -> Self {
+        ChunkDecoder {
+            raw: Vec::new(),
+            version,
+        }
+    }
+
     /// Decompresses and decodes `chunk`, appending its events to `out`.
     pub fn decode(&mut self, chunk: &ChunkRecord, out: &mut Vec<Event>) -> Result<()> {
         let total: usize = chunk.column_lengths.iter().map(|&l| l as usize).sum();
@@ -112,6 +132,19 @@ impl ChunkDecoder {
             return Err(TraceError::new(
                 ErrorKind::Malformed,
                 "pcs column present in a chunk without code positions",
+            )
+            .in_thread(chunk.meta.thread));
+        }
+        if let Some((event, code)) =
+            first_op_newer_than(&self.raw[..chunk.column_lengths[0] as usize], self.version)
+        {
+            return Err(TraceError::new(
+                ErrorKind::Malformed,
+                format!(
+                    "event {event} of the chunk: {} column: op code {code} (an aligned \
+                     allocation) does not exist in format version {}",
+                    COLUMN_NAMES[0], self.version
+                ),
             )
             .in_thread(chunk.meta.thread));
         }

@@ -1,5 +1,6 @@
 //! Column encoding of a chunk's events (part of trace format version 2; version 1 is the same
-//! without the op codes of aligned allocations, so version 1 chunks decode unchanged).
+//! without the op codes of aligned allocations, so version 1 chunks decode unchanged, and a
+//! version 1 chunk that uses them is refused, see [`first_op_newer_than`]).
 //!
 //! Each event becomes a *token*: an op byte plus the event's fields, with addresses and code
 //! positions stored as differences to a prediction. Tokens are spread over four byte columns,
@@ -85,6 +86,20 @@ struct OpInfo {
 
 /// First op code of an `Alloc` with a requested alignment (see the module documentation).
 const ALIGNED_ALLOC_CODE: u8 = 56;
+
+/// The index of the first event in a chunk's `ops` column whose op code a file of format
+/// `version` cannot hold (aligned allocations are new in version 2), with that code. Only
+/// version 1 chunks need the check; the decoder itself knows just the newest op codes.
+pub fn first_op_newer_than(ops: &[u8], version: u32) -> Option<(usize, u8)> {
+    if version >= 2 {
+        return None;
+    }
+    let last = ALIGNED_ALLOC_CODE + 2 * Alignment::MAX_LOG2 + 1;
+    ops.iter()
+        .map(|&b| b & !RUN_FLAG)
+        .enumerate()
+        .find(|&(_, code)| (ALIGNED_ALLOC_CODE..=last).contains(&code))
+}
 
 /// The op code of `kind` with `aux` (see the module documentation).
 fn op_code(kind: EventKind, aux: u8) -> u8 {

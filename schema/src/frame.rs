@@ -67,6 +67,7 @@ pub struct Frame {
 pub struct FrameReader<R> {
     inner: R,
     offset: u64,
+    version: u32,
 }
 
 /// Reads as much of `buf` as the stream has; returns the number of bytes read (short only at
@@ -125,7 +126,13 @@ impl<R: Read> FrameReader<R> {
         Ok(FrameReader {
             inner,
             offset: FILE_HEADER_BYTES,
+            version,
         })
+    }
+
+    /// The file's format version (one [`reads_version`] accepts).
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// Offset of the next frame.

@@ -44,6 +44,8 @@ pub struct ThreadSummary {
 /// The outcome of a scan: everything readable up to the first damage, and the damage.
 #[derive(Debug, Default)]
 pub struct Scan {
+    /// The file's format version, once its file header was read (0 before).
+    pub format_version: u32,
     /// The header, once read.
     pub header: Option<TraceHeader>,
     /// Modules loaded after the header.
@@ -86,7 +88,8 @@ fn scan_into(
 ) -> Result<()> {
     let mut frames = FrameReader::new(input)?;
     scan.good_bytes = frames.offset();
-    let mut decoder = ChunkDecoder::default();
+    scan.format_version = frames.version();
+    let mut decoder = ChunkDecoder::for_version(frames.version());
     let mut events = Vec::new();
     let mut checksum = crc32fast::Hasher::new();
     loop {

@@ -4,7 +4,10 @@
 use cachescope_schema::frame::{write_frame, FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
 use cachescope_schema::record::{decode_record, encode_chunk, encode_trailer, ChunkMeta, Record};
 use cachescope_schema::synth::{generate, GenParams, Workload};
-use cachescope_schema::{verify_file, ErrorKind, OpenOptions, TraceFile};
+use cachescope_schema::{
+    verify_file, Access, AccessKind, Alignment, ErrorKind, Event, OpenOptions, TimeUnit, TraceFile,
+    TraceHeader, TraceWriter,
+};
 
 /// A small 2-thread trace with many small chunks, and the end offset and cumulative event
 /// count of every chunk frame.
@@ -153,6 +156,75 @@ fn wrong_magic_and_version() {
         let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
         assert_eq!(err.kind, ErrorKind::UnsupportedVersion, "version {v}");
     }
+}
+
+/// A one-thread trace whose event 1 is an allocation with a requested alignment.
+fn trace_with_aligned_alloc() -> Vec<u8> {
+    let header = TraceHeader::new("test", "aligned", TimeUnit::Events);
+    let w = TraceWriter::new(Vec::new(), &header).unwrap();
+    let mut t = w.thread(0).unwrap();
+    let access = Event::Access(Access {
+        addr: 0x1000,
+        size: 8,
+        kind: AccessKind::Store,
+        pc: None,
+    });
+    t.extend([
+        access,
+        Event::Alloc {
+            addr: 0x2000,
+            size: 256,
+            site: None,
+            align: Alignment::from_log2(6),
+        },
+        Event::Free { addr: 0x2000 },
+        access,
+    ])
+    .unwrap();
+    t.finish().unwrap();
+    w.finish().unwrap()
+}
+
+#[test]
+fn aligned_allocation_in_a_version_1_file_is_refused() {
+    let bytes = trace_with_aligned_alloc();
+    let aligned = with_file(&bytes, |p| {
+        let f = TraceFile::open(p).unwrap();
+        f.thread_events(0)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+    });
+    assert!(
+        matches!(aligned[1], Event::Alloc { align: Some(a), .. } if a.bytes() == 64),
+        "{aligned:?}"
+    );
+
+    // The same chunk in a file that says version 1: op code 56 + 2·6 + 0 = 68 did not exist.
+    let mut old = bytes.clone();
+    old[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let err = with_file(&old, |p| TraceFile::open(p).err().unwrap());
+    assert_eq!(
+        (err.kind, err.thread),
+        (ErrorKind::Malformed, Some(0)),
+        "{err}"
+    );
+    for part in [
+        "event 1 of the chunk",
+        "ops column",
+        "op code 68",
+        "format version 1",
+    ] {
+        assert!(err.message.contains(part), "{part:?} in {err}");
+    }
+    let report = with_file(&old, |p| verify_file(p).unwrap());
+    assert!(!report.ok());
+    assert_eq!(report.damage_kind, Some(ErrorKind::Malformed), "{report:?}");
+    assert!(report
+        .damage
+        .as_deref()
+        .unwrap_or("")
+        .contains("format version 1"));
 }
 
 /// Replaces the frame at `offset` with `payload` (CRC recomputed) so the damage passes the
