@@ -592,6 +592,7 @@ fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
                         base: addr,
                         size,
                         site,
+                        callers: Default::default(),
                         align,
                         offset: 0,
                     };
@@ -633,6 +634,150 @@ fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
             .filter(|(n, ..)| n.contains("(cxx_new.cpp:"))
             .count();
         assert_eq!(ours, 6, "{cxx}: {named:#?}");
+    }
+}
+
+/// Every heap block a recorded trace allocated, with the callers recorded after it, in
+/// thread and program order.
+fn heap_blocks(trace: &Path) -> Vec<cachescope_analysis::heap::HeapBlock> {
+    let mut blocks: Vec<cachescope_analysis::heap::HeapBlock> = Vec::new();
+    for (_, evs) in events(trace) {
+        for e in evs {
+            match e {
+                Event::Alloc {
+                    addr,
+                    size,
+                    site,
+                    align,
+                } => blocks.push(cachescope_analysis::heap::HeapBlock {
+                    base: addr,
+                    size,
+                    site,
+                    callers: Default::default(),
+                    align,
+                    offset: 0,
+                }),
+                Event::AllocCaller { site } => blocks
+                    .last_mut()
+                    .expect("a caller after an Alloc")
+                    .callers
+                    .push(site),
+                _ => {}
+            }
+        }
+    }
+    blocks
+}
+
+#[test]
+fn blocks_allocated_by_library_code_or_a_wrapper_are_named_by_the_programs_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    // `std::vector::push_back`: the block's site is libstdc++'s out-of-line growth code.
+    let grow = source("cxx_grow.cpp");
+    let push_back = format!(
+        "heap block from main (cxx_grow.cpp:{}:",
+        line_of(&grow, "PUSH_BACK")
+    );
+    let mut site_alone_was_library_code = false;
+    for compiler in compilers() {
+        let cxx = cxx_of(compiler);
+        let prog = build(
+            dir.path(),
+            format!("grow-{compiler}"),
+            &cxx,
+            &grow,
+            &["-O2"],
+        );
+        let trace = dir.path().join(format!("grow-{compiler}.cstrace"));
+        assert_eq!(record(&trace, &prog, &[], 1), "last=2\n", "{cxx}");
+        let t = TraceFile::open(&trace).unwrap();
+        let mut symbols = cachescope_analysis::symbols::Symbolizer::new(t.modules());
+        let blocks = heap_blocks(&trace);
+        // The vector's three capacities (1, 2 and 4 elements of 32 bytes).
+        for size in [32, 64, 128] {
+            let found: Vec<_> = blocks.iter().filter(|b| b.size == size).collect();
+            assert_eq!(
+                found.len(),
+                1,
+                "{cxx}: one block of {size} bytes in {blocks:#?}"
+            );
+            let name = symbols.heap_block_name(found[0]);
+            assert!(name.starts_with(&push_back), "{cxx}: {name} ({push_back}…)");
+            let alone = cachescope_analysis::heap::HeapBlock {
+                callers: Default::default(),
+                ..*found[0]
+            };
+            site_alone_was_library_code |= !symbols.heap_block_name(&alone).contains("cxx_grow");
+        }
+    }
+    // g++ keeps `_M_realloc_insert` out of line (clang inlines it): the callers were needed.
+    assert!(
+        site_alone_was_library_code,
+        "no compiler allocated outside main"
+    );
+
+    // `record --alloc-callers N` records at most N callers per allocation (0: none).
+    let prog = build(dir.path(), "grow-knob", "g++", &grow, &["-O2"]);
+    for wanted in [0, 1, 4] {
+        let trace = dir.path().join(format!("grow-knob-{wanted}.cstrace"));
+        let o = run_ok(
+            Command::new(support::cachescope())
+                .args(["record", "--alloc-callers", &wanted.to_string(), "-o"])
+                .arg(&trace)
+                .arg("--")
+                .arg(&prog),
+        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "last=2\n");
+        let blocks = heap_blocks(&trace);
+        let most = blocks.iter().map(|b| b.callers.iter().count()).max();
+        // main, two frames of the C library's start-up code and `_start`: 4 to find.
+        assert_eq!(most, Some(wanted), "--alloc-callers {wanted}: {blocks:#?}");
+    }
+
+    // The program's own wrapper, called from two functions, and the C library's `strdup`.
+    let wrapper = source("c_wrapper.c");
+    let at = |marker: &str| format!("(c_wrapper.c:{}:", line_of(&wrapper, marker));
+    for compiler in compilers() {
+        let prog = build(
+            dir.path(),
+            format!("wrapper-{compiler}"),
+            compiler,
+            &wrapper,
+            &["-O2"],
+        );
+        let trace = dir.path().join(format!("wrapper-{compiler}.cstrace"));
+        assert_eq!(record(&trace, &prog, &[], 1), "3 wrapper\n", "{compiler}");
+        let t = TraceFile::open(&trace).unwrap();
+        let mut symbols = cachescope_analysis::symbols::Symbolizer::new(t.modules());
+        let blocks = heap_blocks(&trace);
+        let named = |size: u64, symbols: &mut cachescope_analysis::symbols::Symbolizer| {
+            let found: Vec<_> = blocks.iter().filter(|b| b.size == size).collect();
+            assert_eq!(
+                found.len(),
+                1,
+                "{compiler}: one block of {size} bytes in {blocks:#?}"
+            );
+            symbols.heap_block_name(found[0])
+        };
+        let sums = named(16, &mut symbols);
+        let expected = format!(
+            "heap block from xmalloc {}{{col}}, called from make_sums {}",
+            at("XMALLOC"),
+            at("MAKE_SUMS")
+        );
+        let (head, tail) = expected.split_once("{col}").unwrap();
+        assert!(
+            sums.starts_with(head) && sums.contains(tail),
+            "{compiler}: {sums}"
+        );
+        let table = named(64 * 8, &mut symbols);
+        assert!(
+            table.starts_with(head) && table.contains(&at("MAKE_TABLE")),
+            "{compiler}: {table}"
+        );
+        let name = named("wrapper".len() as u64 + 1, &mut symbols);
+        let strdup = format!("heap block from main {}", at("STRDUP"));
+        assert!(name.starts_with(&strdup), "{compiler}: {name} ({strdup}…)");
     }
 }
 
@@ -720,6 +865,7 @@ fn cxx_operator_new_works_in_dlopened_plugins_and_library_constructors() {
         base: mine,
         size,
         site,
+        callers: Default::default(),
         align,
         offset: 0,
     });

@@ -10,10 +10,10 @@ use cachescope_sim::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::heap::HeapMap;
+use crate::heap::{HeapBlock, HeapMap};
 use crate::numbers::thousands;
 use crate::pluto::{estimate_trace, BlockEstimate, Layout, PlutoReport, SiteKey};
-use crate::symbols::{DataObject, Symbolizer};
+use crate::symbols::{DataObject, InlinedCall, Symbolizer};
 
 /// Audit settings (`audit.toml`; every field optional).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -702,14 +702,11 @@ fn finding(
         (exchanges, worst),
         start_in_line,
     );
-    let heap_site = blocks
-        .first()
-        .and_then(|b| b.heap.as_ref())
-        .and_then(|h| h.site);
+    let heap = blocks.first().and_then(|b| b.heap.as_ref());
     let fingerprint = fingerprint(
         kind,
         object,
-        heap_site,
+        heap,
         [writer.as_ref(), victim.as_ref()],
         symbols,
     );
@@ -828,7 +825,7 @@ fn suggestion(
 fn fingerprint(
     kind: FindingKind,
     object: &ObjectName,
-    heap_site: Option<CodePos>,
+    heap: Option<&HeapBlock>,
     sites: [Option<&Site>; 2],
     symbols: &mut Symbolizer,
 ) -> String {
@@ -843,9 +840,12 @@ fn fingerprint(
         FindingKind::FalseSharing => "fs",
         FindingKind::LatentFalseSharing => "latent",
     });
-    let heap_loc = match (object.kind, heap_site) {
-        ("heap", Some(site)) => symbols.code_pos(site),
-        _ => None,
+    let (heap_frames, heap_loc) = match (object.kind, heap) {
+        ("heap", Some(block)) => (
+            symbols.allocation_frames(block),
+            block.site.and_then(|site| symbols.code_pos(site)),
+        ),
+        _ => ((None, None), None),
     };
     let mut code = |function: Option<&str>, file: Option<&str>, line: Option<u32>| {
         let text = match (file, line) {
@@ -861,21 +861,26 @@ fn fingerprint(
             text,
         ]
     };
-    let object_parts = match (object.kind, heap_loc.as_deref()) {
-        // The site the object is named by (the program's line for inlined library code).
-        ("heap", Some(loc)) => match loc.user_call_site() {
-            Some(c) => code(c.function.as_deref(), c.file.as_deref(), c.line),
-            None => code(loc.function.as_deref(), loc.file.as_deref(), loc.line),
-        },
-        ("unknown", _) => ["unknown".to_owned(), String::new(), String::new()],
-        _ => [object.name.clone(), String::new(), String::new()],
+    let mut frame = |f: &InlinedCall| code(f.function.as_deref(), f.file.as_deref(), f.line);
+    let object_parts: Vec<[String; 3]> = match (object.kind, heap_frames, heap_loc.as_deref()) {
+        // The frames the object is named by (the program's line for library code, and the
+        // caller of an allocating function of the program's).
+        ("heap", (Some(f), caller), _) => std::iter::once(&f)
+            .chain(caller.as_ref())
+            .map(&mut frame)
+            .collect(),
+        ("heap", (None, _), Some(loc)) => {
+            vec![code(loc.function.as_deref(), loc.file.as_deref(), loc.line)]
+        }
+        ("unknown", _, _) => vec![["unknown".to_owned(), String::new(), String::new()]],
+        _ => vec![[object.name.clone(), String::new(), String::new()]],
     };
     let site_parts: Vec<[String; 3]> = sites
         .into_iter()
         .flatten()
         .map(|s| code(s.function.as_deref(), s.file.as_deref(), s.line))
         .collect();
-    for part in std::iter::once(&object_parts).chain(&site_parts) {
+    for part in object_parts.iter().chain(&site_parts) {
         for p in part {
             eat(p);
         }

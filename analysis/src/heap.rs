@@ -3,7 +3,41 @@
 
 use std::collections::BTreeMap;
 
-use cachescope_schema::{Alignment, CodePos};
+use cachescope_schema::event::MAX_ALLOC_CALLERS;
+use cachescope_schema::{Alignment, CodePos, ThreadId};
+
+/// The recorded callers of the function that allocated a block (the trace's `AllocCaller`
+/// events), innermost first: where a library function or a wrapper was called from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Callers([Option<CodePos>; MAX_ALLOC_CALLERS]);
+
+impl Callers {
+    /// The callers, innermost first.
+    pub fn iter(&self) -> impl Iterator<Item = CodePos> + '_ {
+        self.0.iter().map_while(|c| *c)
+    }
+
+    /// Appends the next caller out; beyond [`MAX_ALLOC_CALLERS`] it is dropped.
+    pub fn push(&mut self, site: CodePos) {
+        if let Some(free) = self.0.iter_mut().find(|c| c.is_none()) {
+            *free = Some(site);
+        }
+    }
+}
+
+impl FromIterator<CodePos> for Callers {
+    fn from_iter<I: IntoIterator<Item = CodePos>>(sites: I) -> Self {
+        let mut c = Callers::default();
+        sites.into_iter().for_each(|s| c.push(s));
+        c
+    }
+}
+
+impl serde::Serialize for Callers {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
 
 /// A live heap block containing a looked-up address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -14,6 +48,8 @@ pub struct HeapBlock {
     pub size: u64,
     /// The allocation site (a code position: see [`crate::symbols::Symbolizer::code`]).
     pub site: Option<CodePos>,
+    /// Where the allocating function was called from, when the trace says.
+    pub callers: Callers,
     /// The alignment the program asked for (`aligned_alloc`, `posix_memalign`); `None` for
     /// `malloc`-style allocations and traces that do not record it.
     pub align: Option<Alignment>,
@@ -29,12 +65,26 @@ fn span_end(base: u64, size: u64) -> u64 {
     base.saturating_add(size.max(1))
 }
 
-/// What the map keeps of a live block: size, site and requested alignment.
+/// What the map keeps of a live block: size, site, callers and requested alignment.
 #[derive(Debug, Clone, Copy)]
 struct Live {
     size: u64,
     site: Option<CodePos>,
+    callers: Callers,
     align: Option<Alignment>,
+}
+
+impl Live {
+    fn block(&self, base: u64, offset: u64) -> HeapBlock {
+        HeapBlock {
+            base,
+            size: self.size,
+            site: self.site,
+            callers: self.callers,
+            align: self.align,
+            offset,
+        }
+    }
 }
 
 /// Live heap blocks by start address: `O(log n)` lookups for the millions of accesses of a
@@ -46,6 +96,8 @@ struct Live {
 #[derive(Debug, Default, Clone)]
 pub struct HeapMap {
     blocks: BTreeMap<u64, Live>,
+    /// Each thread's last allocation, which its `AllocCaller` events describe.
+    last_alloc: BTreeMap<ThreadId, u64>,
     /// Blocks dropped because a later allocation overlapped them.
     replaced: u64,
 }
@@ -78,32 +130,51 @@ impl HeapMap {
             self.blocks.remove(&b);
             self.replaced += 1;
         }
-        self.blocks.insert(addr, Live { size, site, align });
+        self.blocks.insert(
+            addr,
+            Live {
+                size,
+                site,
+                callers: Callers::default(),
+                align,
+            },
+        );
+    }
+
+    /// [`on_alloc`](Self::on_alloc) of an allocation made by `thread`, whose callers may
+    /// follow ([`on_caller`](Self::on_caller)).
+    pub fn on_alloc_in(
+        &mut self,
+        thread: ThreadId,
+        addr: u64,
+        size: u64,
+        site: Option<CodePos>,
+        align: Option<Alignment>,
+    ) {
+        self.on_alloc(addr, size, site, align);
+        self.last_alloc.insert(thread, addr);
+    }
+
+    /// Records the next caller out of the function that made `thread`'s last allocation (an
+    /// `AllocCaller` event); ignored when that block is gone or the thread allocated nothing.
+    pub fn on_caller(&mut self, thread: ThreadId, site: CodePos) {
+        let block = self.last_alloc.get(&thread);
+        if let Some(live) = block.and_then(|b| self.blocks.get_mut(b)) {
+            live.callers.push(site);
+        }
     }
 
     /// Records a free of the block starting at `addr` (a `Free` event); returns the block if
     /// it was live.
     pub fn on_free(&mut self, addr: u64) -> Option<HeapBlock> {
-        self.blocks.remove(&addr).map(|l| HeapBlock {
-            base: addr,
-            size: l.size,
-            site: l.site,
-            align: l.align,
-            offset: 0,
-        })
+        self.blocks.remove(&addr).map(|l| l.block(addr, 0))
     }
 
     /// The live block holding `addr`, with the offset of `addr` in it.
     pub fn lookup(&self, addr: u64) -> Option<HeapBlock> {
         let (&base, l) = self.blocks.range(..=addr).next_back()?;
         let offset = addr - base;
-        (offset < l.size).then_some(HeapBlock {
-            base,
-            size: l.size,
-            site: l.site,
-            align: l.align,
-            offset,
-        })
+        (offset < l.size).then(|| l.block(base, offset))
     }
 
     /// Number of live blocks.

@@ -497,7 +497,8 @@ fn estimate_buffered(
                         size,
                         site,
                         align,
-                    })) => heap.on_alloc(addr, size, site, align),
+                    })) => heap.on_alloc_in(*tid, addr, size, site, align),
+                    Some(Ok(Event::AllocCaller { site })) => heap.on_caller(*tid, site),
                     Some(Ok(Event::Free { addr })) => {
                         heap.on_free(addr);
                     }

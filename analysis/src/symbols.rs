@@ -130,19 +130,19 @@ impl CodeLocation {
         }
     }
 
-    /// The innermost frame in the program's own source: the innermost one unless its file is
-    /// a system or compiler header (`is_system_source`), then the first call site (going
-    /// outwards) that is not. C++ allocations are made in inlined library code
-    /// (`std::vector` → `std::__new_allocator::allocate` in `new_allocator.h`); the line that
-    /// names the object is the one in the program that the library code was inlined into.
-    /// `None` when the innermost frame is the program's own (or nothing better is known).
-    pub fn user_call_site(&self) -> Option<&InlinedCall> {
-        if !self.file.as_deref().is_some_and(is_system_source) {
-            return None;
-        }
-        self.inlined_into
-            .iter()
-            .find(|c| c.file.as_deref().is_some_and(|f| !is_system_source(f)))
+    /// Every frame of the location, innermost first: the function the code is in, then the
+    /// functions it was inlined into, each at its call site. C++ allocations are made in
+    /// inlined library code (`std::vector` → `std::__new_allocator::allocate` in
+    /// `new_allocator.h`); the frame that names the object is the first one outwards in the
+    /// program's own source ([`InlinedCall::is_program_source`]).
+    pub fn frames(&self) -> impl Iterator<Item = InlinedCall> + '_ {
+        std::iter::once(InlinedCall {
+            function: self.function.clone(),
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+        })
+        .chain(self.inlined_into.iter().cloned())
     }
 }
 
@@ -159,6 +159,15 @@ pub fn is_system_source(path: &str) -> bool {
     ];
     const PARTS: [&str; 3] = ["/include/c++/", "/lib/gcc/", "/lib/clang/"];
     PREFIXES.iter().any(|p| path.starts_with(p)) || PARTS.iter().any(|p| path.contains(p))
+}
+
+impl InlinedCall {
+    /// Whether the frame is in the program's own source: it has a source file, and not a
+    /// system or compiler header ([`is_system_source`]). Code without debug information
+    /// (such as the C library's) has none.
+    pub fn is_program_source(&self) -> bool {
+        self.file.as_deref().is_some_and(|f| !is_system_source(f))
+    }
 }
 
 impl fmt::Display for InlinedCall {
@@ -486,16 +495,45 @@ impl Symbolizer {
         self.sources.line(file, line)
     }
 
-    /// A name for a heap block that is stable across runs (addresses are not): its
-    /// allocation site, e.g. `heap block from main (jacobi.c:41)`.
+    /// Where the program allocated `block`: the innermost frame in the program's own source
+    /// (inlined frames included, see [`CodeLocation::frames`]) of the allocation site or,
+    /// when the site is library code (`std::vector`'s out-of-line growth, `strdup`), of its
+    /// recorded callers; and the next frame of the program's own further out, which tells
+    /// the callers of an allocating function of the program's (a wrapper like `xmalloc`)
+    /// apart. `(None, None)` when no frame is in the program's source.
+    pub fn allocation_frames(
+        &mut self,
+        block: &HeapBlock,
+    ) -> (Option<InlinedCall>, Option<InlinedCall>) {
+        let mut found = Vec::with_capacity(2);
+        for pos in block.site.into_iter().chain(block.callers.iter()) {
+            let Some(loc) = self.code_pos(pos) else {
+                continue;
+            };
+            found.extend(loc.frames().filter(InlinedCall::is_program_source).take(2));
+            if found.len() >= 2 {
+                break;
+            }
+        }
+        let mut found = found.into_iter();
+        (found.next(), found.next())
+    }
+
+    /// A name for a heap block that is stable across runs (addresses are not): where the
+    /// program allocated it ([`allocation_frames`](Self::allocation_frames)), e.g. `heap
+    /// block from main (jacobi.c:41)` or `heap block from xmalloc (util.c:12), called from
+    /// read_matrix (io.c:40)`; the site itself when no frame is the program's.
     pub fn heap_block_name(&mut self, block: &HeapBlock) -> String {
-        match block.site.and_then(|site| self.code_pos(site)) {
-            Some(loc) => match loc.user_call_site() {
-                Some(call) => format!("heap block from {call}"),
-                None => format!("heap block from {loc}"),
-            },
-            None => match block.site {
-                Some(site) => format!("heap block from {site}"),
+        match self.allocation_frames(block) {
+            (Some(frame), Some(caller)) => {
+                format!("heap block from {frame}, called from {caller}")
+            }
+            (Some(frame), None) => format!("heap block from {frame}"),
+            (None, _) => match block.site {
+                Some(site) => match self.code_pos(site) {
+                    Some(loc) => format!("heap block from {loc}"),
+                    None => format!("heap block from {site}"),
+                },
                 None => "heap block (allocation site unknown)".to_owned(),
             },
         }

@@ -9,6 +9,7 @@ use cachescope_analysis::heap::{HeapBlock, HeapMap};
 use cachescope_analysis::symbols::{
     DataObject, ModuleState, SymbolError, Symbolizer, SymbolizerOptions,
 };
+use cachescope_schema::event::MAX_ALLOC_CALLERS;
 use cachescope_schema::{Alignment, CodePos, ModuleInfo};
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
 use proptest::prelude::*;
@@ -450,6 +451,7 @@ fn heap_blocks_are_classified_and_named_by_site() {
                 base: 0x5000_0000,
                 size: 256,
                 site,
+                callers: Default::default(),
                 align: Alignment::new(64),
                 offset: 16
             }
@@ -506,6 +508,7 @@ impl Model {
                 base,
                 size,
                 site,
+                callers: Default::default(),
                 align,
                 offset: addr - base,
             })
@@ -572,6 +575,41 @@ fn heap_map_edges() {
     assert_eq!(map.lookup(u64::MAX).map(|b| b.offset), Some(4));
     assert!(map.on_free(100).is_some());
     assert_eq!(map.lookup(105), None);
+}
+
+#[test]
+fn heap_map_attaches_callers_to_the_threads_last_allocation() {
+    let pos = |a: u64| CodePos::new(a).unwrap();
+    let callers = |map: &HeapMap, addr: u64| -> Vec<u64> {
+        let block = map.lookup(addr).expect("live");
+        block.callers.iter().map(CodePos::addr).collect()
+    };
+    let mut map = HeapMap::new();
+    map.on_caller(0, pos(1)); // nothing allocated yet: ignored
+    map.on_alloc_in(0, 100, 10, Some(pos(7)), None);
+    map.on_alloc_in(1, 200, 10, Some(pos(8)), None);
+    // Thread 0's callers follow its own allocation, whatever thread 1 did meanwhile.
+    map.on_caller(0, pos(10));
+    map.on_caller(1, pos(20));
+    map.on_caller(0, pos(11));
+    assert_eq!(callers(&map, 105), [10, 11]);
+    assert_eq!(callers(&map, 200), [20]);
+    // At most MAX_ALLOC_CALLERS are kept, innermost first.
+    for c in 21..30 {
+        map.on_caller(1, pos(c));
+    }
+    let kept: Vec<u64> = (20..20 + MAX_ALLOC_CALLERS as u64).collect();
+    assert_eq!(callers(&map, 200), kept);
+    // A block freed before its callers arrive takes none, and a later block of the thread
+    // starts without any.
+    assert!(map.on_free(100).is_some());
+    map.on_caller(0, pos(12));
+    map.on_alloc_in(0, 100, 10, Some(pos(7)), None);
+    assert_eq!(callers(&map, 100), Vec::<u64>::new());
+    assert_eq!(
+        map.on_free(200).map(|b| b.callers.iter().count()),
+        Some(MAX_ALLOC_CALLERS)
+    );
 }
 
 #[test]

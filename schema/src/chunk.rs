@@ -135,14 +135,14 @@ impl ChunkDecoder {
             )
             .in_thread(chunk.meta.thread));
         }
-        if let Some((event, code)) =
+        if let Some((event, code, what)) =
             first_op_newer_than(&self.raw[..chunk.column_lengths[0] as usize], self.version)
         {
             return Err(TraceError::new(
                 ErrorKind::Malformed,
                 format!(
-                    "event {event} of the chunk: {} column: op code {code} (an aligned \
-                     allocation) does not exist in format version {}",
+                    "event {event} of the chunk: {} column: op code {code} ({what}) does not \
+                     exist in format version {}",
                     COLUMN_NAMES[0], self.version
                 ),
             )

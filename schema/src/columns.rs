@@ -8,11 +8,12 @@
 //!
 //! * `ops`: one byte per event. Bits 0–6 are an op code (see `op_code`): accesses have codes
 //!   `6·kind + size class` (classes 1..=5 mean 1, 2, 4, 8, 16 bytes, 0 means the size follows
-//!   in `args`), every other kind `30 + 2·(kind − 5) + flag`, where the flag says whether the
-//!   optional second value (FLOPs of `Advance`, site of `Alloc`) follows in `args`. An `Alloc`
-//!   with a requested alignment of 2^k bytes (k in 0..=31) has code `56 + 2·k + flag`
-//!   instead (codes 56..=119; the alignment is in the op code, so it costs no byte). Bit 7
-//!   starts a *run* (below).
+//!   in `args`), the kinds from `Advance` to `Free` `30 + 2·(kind − 5) + flag`, where the flag
+//!   says whether the optional second value (FLOPs of `Advance`, site of `Alloc`) follows in
+//!   `args`. An `Alloc` with a requested alignment of 2^k bytes (k in 0..=31) has code
+//!   `56 + 2·k + flag` instead (codes 56..=119, version 2; the alignment is in the op code, so
+//!   it costs no byte). `AllocCaller` has code 120 (version 3; its site follows in `args`).
+//!   Bit 7 starts a *run* (below).
 //! * `addrs`: for each access, the zigzag varint difference to the address of the previous
 //!   access whose code position falls into the same slot of a 256-entry table (slot = hash of
 //!   the code position; all slots start at 0 in each chunk); for each `Alloc`/`Free`, the
@@ -87,24 +88,46 @@ struct OpInfo {
 /// First op code of an `Alloc` with a requested alignment (see the module documentation).
 const ALIGNED_ALLOC_CODE: u8 = 56;
 
+/// Op code of `AllocCaller` (format version 3).
+const ALLOC_CALLER_CODE: u8 = 120;
+
+/// The first op code a file of format `version` cannot hold: version 1 ends before the
+/// aligned allocations, version 2 before `AllocCaller`.
+fn first_code_after(version: u32) -> u8 {
+    match version {
+        0 | 1 => ALIGNED_ALLOC_CODE,
+        2 => ALLOC_CALLER_CODE,
+        _ => 128,
+    }
+}
+
 /// The index of the first event in a chunk's `ops` column whose op code a file of format
-/// `version` cannot hold (aligned allocations are new in version 2), with that code. Only
-/// version 1 chunks need the check; the decoder itself knows just the newest op codes.
-pub fn first_op_newer_than(ops: &[u8], version: u32) -> Option<(usize, u8)> {
-    if version >= 2 {
+/// `version` cannot hold, with that code and what it means. Only chunks of older versions
+/// need the check; the decoder itself knows just the newest op codes.
+pub fn first_op_newer_than(ops: &[u8], version: u32) -> Option<(usize, u8, &'static str)> {
+    let first = first_code_after(version);
+    if first >= 128 {
         return None;
     }
-    let last = ALIGNED_ALLOC_CODE + 2 * Alignment::MAX_LOG2 + 1;
-    ops.iter()
+    let (i, code) = ops
+        .iter()
         .map(|&b| b & !RUN_FLAG)
         .enumerate()
-        .find(|&(_, code)| (ALIGNED_ALLOC_CODE..=last).contains(&code))
+        .find(|&(_, code)| code >= first && OPS[code as usize].valid)?;
+    let what = if OPS[code as usize].kind == EventKind::AllocCaller {
+        "an allocation's caller"
+    } else {
+        "an aligned allocation"
+    };
+    Some((i, code, what))
 }
 
 /// The op code of `kind` with `aux` (see the module documentation).
 fn op_code(kind: EventKind, aux: u8) -> u8 {
     let k = kind.opcode();
-    if k < 5 {
+    if kind == EventKind::AllocCaller {
+        ALLOC_CALLER_CODE
+    } else if k < 5 {
         k * 6 + aux
     } else if aux >> 1 != 0 {
         // An aligned `Alloc`: aux = 2·(exponent + 1) + flag.
@@ -141,6 +164,13 @@ const OPS: [OpInfo; 128] = {
                 };
                 class += 1;
             }
+        } else if matches!(kind, EventKind::AllocCaller) {
+            t[ALLOC_CALLER_CODE as usize] = OpInfo {
+                kind,
+                aux: 0,
+                size: 0,
+                valid: true,
+            };
         } else {
             let code = 30 + (k - 5) * 2;
             t[code] = OpInfo {
@@ -292,6 +322,11 @@ impl State {
                 self.heap = self.heap.wrapping_add(t.addr);
                 Event::Free { addr: self.heap }
             }
+            EventKind::AllocCaller => match CodePos::new(t.a) {
+                Some(site) => Event::AllocCaller { site },
+                // `read_token` refuses site 0.
+                None => Event::ThreadStart,
+            },
             // Accesses returned above.
             _ => Event::ThreadStart,
         }
@@ -434,6 +469,10 @@ fn any_token(
         Event::Free { addr } => {
             t.addr = addr.wrapping_sub(*heap);
             *heap = addr;
+            0
+        }
+        Event::AllocCaller { site } => {
+            t.a = site.addr();
             0
         }
     };
@@ -1089,6 +1128,7 @@ fn put_token(columns: &mut [Vec<u8>; COLUMN_COUNT], pcs: bool, t: &Token, starts
             }
         }
         EventKind::Free => put_varint(addrs, zigzag(t.addr)),
+        EventKind::AllocCaller => put_varint(args, t.a),
     }
 }
 
@@ -1297,6 +1337,12 @@ fn read_token(
             }
         }
         EventKind::Free => t.addr = unzigzag(read(cur, ADDRS)?),
+        EventKind::AllocCaller => {
+            t.a = read(cur, ARGS)?;
+            if t.a == 0 {
+                return Err(Fail::Arg("allocation caller's site 0"));
+            }
+        }
         _ => {}
     }
     Ok(t)
@@ -1764,7 +1810,10 @@ mod tests {
                                 // Exponent 32 is out of range: no alignment.
                                 align: Alignment::from_log2((x % 33) as u8),
                             },
-                            9 => Event::Free { addr },
+                            9 => match CodePos::new(x) {
+                                Some(site) if x % 3 == 0 => Event::AllocCaller { site },
+                                _ => Event::Free { addr },
+                            },
                             10 => Event::BarrierEnter {
                                 barrier: x,
                                 participants: 2,

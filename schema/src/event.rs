@@ -216,7 +216,20 @@ pub enum Event {
         /// Block start.
         addr: u64,
     },
+    /// One caller of the function that made this thread's last allocation: the thread's
+    /// `Alloc` is followed by one of these per recorded frame, innermost first (`site` is the
+    /// return address into the caller, like [`Event::Alloc`]'s). A block allocated by a
+    /// library function or a wrapper (`std::vector`'s out-of-line growth, `xmalloc`) is then
+    /// still found from the program's line that asked for it.
+    AllocCaller {
+        /// The call site in the caller.
+        site: CodePos,
+    },
 }
+
+/// Most [`Event::AllocCaller`] events a recorder writes after one `Alloc`, and that readers
+/// keep: enough to get from a library's or a wrapper's allocation to the program's line.
+pub const MAX_ALLOC_CALLERS: usize = 4;
 
 /// The kind of an event without its data, for counting and filtering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -258,11 +271,13 @@ pub enum EventKind {
     Alloc,
     /// [`Event::Free`].
     Free,
+    /// [`Event::AllocCaller`].
+    AllocCaller,
 }
 
 impl EventKind {
     /// Number of event kinds.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 19;
 
     /// All kinds, in opcode order (the index is the on-disk opcode).
     pub const ALL: [EventKind; Self::COUNT] = [
@@ -284,6 +299,7 @@ impl EventKind {
         EventKind::RegionEnd,
         EventKind::Alloc,
         EventKind::Free,
+        EventKind::AllocCaller,
     ];
 
     /// The kind's snake_case name, as used in reports.
@@ -307,6 +323,7 @@ impl EventKind {
             EventKind::RegionEnd => "region_end",
             EventKind::Alloc => "alloc",
             EventKind::Free => "free",
+            EventKind::AllocCaller => "alloc_caller",
         }
     }
 
@@ -340,6 +357,7 @@ impl Event {
             Event::RegionEnd { .. } => EventKind::RegionEnd,
             Event::Alloc { .. } => EventKind::Alloc,
             Event::Free { .. } => EventKind::Free,
+            Event::AllocCaller { .. } => EventKind::AllocCaller,
         }
     }
 
@@ -413,6 +431,7 @@ impl fmt::Display for Event {
                 Ok(())
             }
             Event::Free { addr } => write!(f, "{name:<13} {addr:#014x}"),
+            Event::AllocCaller { site } => write!(f, "{name:<13} site {site}"),
         }
     }
 }

@@ -12,12 +12,13 @@ pub const MAGIC: [u8; 8] = *b"CSCOPETR";
 
 /// The trace format version this build writes.
 ///
-/// Version 2 added the requested alignment of heap allocations (new op codes, see
-/// [`crate::columns`]); everything else is as in version 1.
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 2 added the requested alignment of heap allocations, version 3 the callers of
+/// the function that allocated ([`crate::Event::AllocCaller`]); both are new op codes (see
+/// [`crate::columns`]), everything else is as in version 1.
+pub const FORMAT_VERSION: u32 = 3;
 
-/// The oldest format version this build reads: version 1 files are version 2 files without
-/// aligned allocations.
+/// The oldest format version this build reads: version 1 and 2 files are version 3 files
+/// without the op codes added later.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Whether this build reads files of format `version`.

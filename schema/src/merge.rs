@@ -381,7 +381,8 @@ impl MergedEvents {
             | Event::RegionBegin { .. }
             | Event::RegionEnd { .. }
             | Event::Alloc { .. }
-            | Event::Free { .. } => {}
+            | Event::Free { .. }
+            | Event::AllocCaller { .. } => {}
         }
         Ok(Some(TimedEvent {
             time,

@@ -172,8 +172,9 @@ pub struct ChunkMeta {
 /// A decoded record.
 #[derive(Debug)]
 pub enum Record {
-    /// The header.
-    Header(TraceHeader),
+    /// The header, and the format version its record states (the file header states it too;
+    /// the two must agree).
+    Header(TraceHeader, u32),
     /// A chunk: metadata, column lengths and the compressed column data.
     Chunk(ChunkRecord),
     /// Modules loaded later.
@@ -336,23 +337,26 @@ pub fn decode_record(payload: &[u8]) -> Result<Record> {
                 .iter()
                 .map(read_module)
                 .collect::<Result<Vec<_>>>()?;
-            Ok(Record::Header(TraceHeader {
-                recorder: text(h.get_recorder())?,
-                program: text(h.get_program())?,
-                args,
-                host: HostInfo {
-                    hostname: text(host.get_hostname())?,
-                    cpu_model: text(host.get_cpu_model())?,
-                    logical_cores: host.get_logical_cores(),
-                    os: text(host.get_os())?,
+            Ok(Record::Header(
+                TraceHeader {
+                    recorder: text(h.get_recorder())?,
+                    program: text(h.get_program())?,
+                    args,
+                    host: HostInfo {
+                        hostname: text(host.get_hostname())?,
+                        cpu_model: text(host.get_cpu_model())?,
+                        logical_cores: host.get_logical_cores(),
+                        os: text(host.get_os())?,
+                    },
+                    time_unit: match h.get_time_unit().map_err(malformed)? {
+                        WireTimeUnit::Events => TimeUnit::Events,
+                        WireTimeUnit::Instructions => TimeUnit::Instructions,
+                    },
+                    modules,
+                    created_unix_seconds: h.get_created_unix_seconds(),
                 },
-                time_unit: match h.get_time_unit().map_err(malformed)? {
-                    WireTimeUnit::Events => TimeUnit::Events,
-                    WireTimeUnit::Instructions => TimeUnit::Instructions,
-                },
-                modules,
-                created_unix_seconds: h.get_created_unix_seconds(),
-            }))
+                version,
+            ))
         }
         record::Chunk(c) => {
             let c = c.map_err(malformed)?;

@@ -125,7 +125,18 @@ fn scan_into(
         })?;
         let Some(header) = &scan.header else {
             match record {
-                Record::Header(h) => {
+                Record::Header(h, version) => {
+                    // The file header's version has no checksum; the record's has.
+                    if version != scan.format_version {
+                        return Err(at(TraceError::new(
+                            ErrorKind::Inconsistent,
+                            format!(
+                                "the file header says format version {}, the header record \
+                                 {version}",
+                                scan.format_version
+                            ),
+                        )));
+                    }
                     scan.header = Some(h);
                     scan.good_bytes = frames.offset();
                     continue;
@@ -139,7 +150,7 @@ fn scan_into(
             }
         };
         match record {
-            Record::Header(_) => {
+            Record::Header(..) => {
                 return Err(at(TraceError::new(
                     ErrorKind::Inconsistent,
                     "a second header record",

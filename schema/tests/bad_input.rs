@@ -1,12 +1,13 @@
 //! Damaged traces: every class of bad input gives the right error kind with a location, and
 //! `verify` recovers exactly the complete chunks before the damage.
 
+use cachescope_schema::chunk::ChunkDecoder;
 use cachescope_schema::frame::{write_frame, FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
 use cachescope_schema::record::{decode_record, encode_chunk, encode_trailer, ChunkMeta, Record};
 use cachescope_schema::synth::{generate, GenParams, Workload};
 use cachescope_schema::{
-    verify_file, Access, AccessKind, Alignment, ErrorKind, Event, OpenOptions, TimeUnit, TraceFile,
-    TraceHeader, TraceWriter,
+    verify_file, Access, AccessKind, Alignment, CodePos, ErrorKind, Event, OpenOptions, TimeUnit,
+    TraceFile, TraceHeader, TraceWriter,
 };
 
 /// A small 2-thread trace with many small chunks, and the end offset and cumulative event
@@ -100,6 +101,8 @@ fn flipped_bits_are_detected_everywhere() {
                         | ErrorKind::LimitExceeded
                         | ErrorKind::Truncated
                         | ErrorKind::Malformed
+                        // The file header's version against the header record's.
+                        | ErrorKind::Inconsistent
                 ),
                 "pos {pos}: {err}"
             );
@@ -144,13 +147,20 @@ fn wrong_magic_and_version() {
     let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
     assert_eq!(err.kind, ErrorKind::UnsupportedVersion);
     assert!(err.message.contains("version 7"), "{err}");
-    assert!(err.message.contains("versions 1 to 2"), "{err}");
+    assert!(err.message.contains("versions 1 to 3"), "{err}");
 
-    // Version 1 (no aligned allocations) is still read; 0 and the next version are not.
-    let (mut bytes, _) = sample();
-    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-    assert!(with_file(&bytes, |p| TraceFile::open(p).is_ok()));
-    for v in [0u32, 3] {
+    // Versions 1 (no aligned allocations) and 2 (no allocation callers) are read (the committed
+    // `tests/data/hostile` traces are version 1 files), but the file header's version, which
+    // no checksum covers, must be the header record's; 0 and the next version are not read.
+    for v in [1u32, 2] {
+        let (mut bytes, _) = sample();
+        bytes[8..12].copy_from_slice(&v.to_le_bytes());
+        let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
+        assert_eq!(err.kind, ErrorKind::Inconsistent, "version {v}: {err}");
+        let says = format!("the file header says format version {v}, the header record 3");
+        assert!(err.message.contains(&says), "{err}");
+    }
+    for v in [0u32, 4] {
         let (mut bytes, _) = sample();
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
@@ -158,7 +168,8 @@ fn wrong_magic_and_version() {
     }
 }
 
-/// A one-thread trace whose event 1 is an allocation with a requested alignment.
+/// A one-thread trace whose event 1 is an allocation with a requested alignment and event 2
+/// its caller.
 fn trace_with_aligned_alloc() -> Vec<u8> {
     let header = TraceHeader::new("test", "aligned", TimeUnit::Events);
     let w = TraceWriter::new(Vec::new(), &header).unwrap();
@@ -177,6 +188,9 @@ fn trace_with_aligned_alloc() -> Vec<u8> {
             site: None,
             align: Alignment::from_log2(6),
         },
+        Event::AllocCaller {
+            site: CodePos::new(0x4321).unwrap(),
+        },
         Event::Free { addr: 0x2000 },
         access,
     ])
@@ -186,24 +200,33 @@ fn trace_with_aligned_alloc() -> Vec<u8> {
 }
 
 #[test]
-fn aligned_allocation_in_a_version_1_file_is_refused() {
+fn op_codes_newer_than_the_files_version_are_refused() {
     let bytes = trace_with_aligned_alloc();
-    let aligned = with_file(&bytes, |p| {
+    let (events, chunk) = with_file(&bytes, |p| {
         let f = TraceFile::open(p).unwrap();
-        f.thread_events(0)
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap()
+        let c = f.chunks()[0];
+        let at = (c.offset + FRAME_HEADER_BYTES) as usize;
+        let Record::Chunk(chunk) = decode_record(&bytes[at..at + c.len as usize]).unwrap() else {
+            panic!("not a chunk record");
+        };
+        let events = f.thread_events(0).unwrap();
+        (events.collect::<Result<Vec<_>, _>>().unwrap(), chunk)
     });
     assert!(
-        matches!(aligned[1], Event::Alloc { align: Some(a), .. } if a.bytes() == 64),
-        "{aligned:?}"
+        matches!(events[1], Event::Alloc { align: Some(a), .. } if a.bytes() == 64),
+        "{events:?}"
+    );
+    assert!(
+        matches!(events[2], Event::AllocCaller { site } if site.addr() == 0x4321),
+        "{events:?}"
     );
 
-    // The same chunk in a file that says version 1: op code 56 + 2·6 + 0 = 68 did not exist.
-    let mut old = bytes.clone();
-    old[8..12].copy_from_slice(&1u32.to_le_bytes());
-    let err = with_file(&old, |p| TraceFile::open(p).err().unwrap());
+    // The same chunk in a file of version 1: op code 56 + 2·6 + 0 = 68 (aligned allocations)
+    // did not exist yet; in version 2, op code 120 (callers) did not.
+    let mut out = Vec::new();
+    let err = ChunkDecoder::for_version(1)
+        .decode(&chunk, &mut out)
+        .unwrap_err();
     assert_eq!(
         (err.kind, err.thread),
         (ErrorKind::Malformed, Some(0)),
@@ -217,14 +240,22 @@ fn aligned_allocation_in_a_version_1_file_is_refused() {
     ] {
         assert!(err.message.contains(part), "{part:?} in {err}");
     }
-    let report = with_file(&old, |p| verify_file(p).unwrap());
-    assert!(!report.ok());
-    assert_eq!(report.damage_kind, Some(ErrorKind::Malformed), "{report:?}");
-    assert!(report
-        .damage
-        .as_deref()
-        .unwrap_or("")
-        .contains("format version 1"));
+    let err = ChunkDecoder::for_version(2)
+        .decode(&chunk, &mut out)
+        .unwrap_err();
+    for part in [
+        "event 2 of the chunk",
+        "op code 120",
+        "an allocation's caller",
+        "format version 2",
+    ] {
+        assert!(err.message.contains(part), "{part:?} in {err}");
+    }
+    assert!(out.is_empty(), "{out:?}");
+    ChunkDecoder::for_version(3)
+        .decode(&chunk, &mut out)
+        .unwrap();
+    assert_eq!(out, events);
 }
 
 /// Replaces the frame at `offset` with `payload` (CRC recomputed) so the damage passes the

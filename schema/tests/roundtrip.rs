@@ -59,6 +59,9 @@ fn event() -> impl Strategy<Value = Event> {
                 align: Alignment::from_log2(log2),
             }),
         1 => any::<u64>().prop_map(|addr| Event::Free { addr }),
+        1 => (1u64..).prop_map(|site| Event::AllocCaller {
+            site: CodePos::new(site).expect("not 0"),
+        }),
     ]
 }
 

@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use cachescope_analysis::audit::{audit, AuditConfig};
 use cachescope_analysis::bandwidth::{analyse, svg, text as bandwidth_text};
 use cachescope_analysis::symbols::Symbolizer;
+use cachescope_schema::event::MAX_ALLOC_CALLERS;
 use cachescope_schema::{verify_file, TraceFile, TraceSummary};
 use cachescope_sim::bandwidth::BandwidthConfig;
 use cachescope_sim::counters::SimReport;
@@ -117,6 +118,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             output: trace_path.clone(),
             shim: shim_path.clone(),
             time_unit: inspect(&bin)?.time_unit(),
+            alloc_callers: MAX_ALLOC_CALLERS,
             env: vec![("OMP_NUM_THREADS".into(), "2".into())],
         })?;
         if !outcome.status.success() || !outcome.complete {

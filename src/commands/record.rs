@@ -45,6 +45,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         output,
         shim: shim::locate(&exe)?,
         time_unit: ins.time_unit(),
+        alloc_callers: usize::from(args.alloc_callers),
         env: Vec::new(),
     };
     let outcome = record(&opts)?;

@@ -130,6 +130,9 @@ pub struct RecordOptions {
     pub shim: PathBuf,
     /// Time unit to record in.
     pub time_unit: TimeUnit,
+    /// Callers to record per heap allocation beyond its site (at most
+    /// [`cachescope_schema::event::MAX_ALLOC_CALLERS`]).
+    pub alloc_callers: usize,
     /// Extra environment for the program (e.g. `OMP_NUM_THREADS`).
     pub env: Vec<(OsString, OsString)>,
 }
@@ -192,6 +195,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .env("CACHESCOPE_OUT", &tmp)
         .env("CACHESCOPE_TIME_UNIT", opts.time_unit.name())
+        .env("CACHESCOPE_ALLOC_CALLERS", opts.alloc_callers.to_string())
         .env("LD_PRELOAD", preload)
         .env("LD_BIND_NOW", "1")
         .status()

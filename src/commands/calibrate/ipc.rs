@@ -220,6 +220,8 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
                 output: trace.clone(),
                 shim: shim_path.clone(),
                 time_unit,
+                // Counting instructions: allocations do not matter.
+                alloc_callers: 0,
                 env: Vec::new(),
             })?;
             if !outcome.status.success() || !outcome.complete {

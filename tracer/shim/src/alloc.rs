@@ -1,6 +1,7 @@
 //! Heap interposition: `malloc`, `calloc`, `realloc`, `free`, `posix_memalign`,
 //! `aligned_alloc`, `memalign`, `valloc`, with the allocation site (the caller's return
-//! address), so analyses can name heap objects by where they were allocated, and with the
+//! address) and a few callers further out (`callers.rs`), so analyses can name heap objects
+//! by where they were allocated, and with the
 //! alignment asked for (`aligned_alloc`, `posix_memalign`, `memalign`, `valloc`), so that the
 //! false-sharing audit knows which placements of a block cannot happen.
 //!
@@ -12,7 +13,7 @@
 use cachescope_schema::{Alignment, CodePos, Event};
 use libc::{c_int, c_void, size_t};
 
-use crate::{cxx_new, thread};
+use crate::{callers, cxx_new, recorder, thread};
 
 extern "C" {
     fn __libc_malloc(size: size_t) -> *mut c_void;
@@ -42,6 +43,17 @@ fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>)
         site: CodePos::new(ret.wrapping_sub(1)),
         align,
     });
+    let wanted = recorder::alloc_callers();
+    if wanted == 0 {
+        return;
+    }
+    // Quietly: should the unwinder allocate, that is not the program's allocation.
+    let callers = st.quiet(|_| callers::callers_of(ret, wanted));
+    for caller in callers {
+        if let Some(site) = CodePos::new(caller.wrapping_sub(1)) {
+            st.push(Event::AllocCaller { site });
+        }
+    }
 }
 
 /// The alignment `memalign(align, …)` guarantees: glibc rounds an alignment that is not a

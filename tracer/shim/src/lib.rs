@@ -21,6 +21,7 @@
 mod alloc;
 mod atomics;
 mod blockcost;
+mod callers;
 mod cov;
 mod cxx_new;
 mod exit;

@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use cachescope_schema::event::MAX_ALLOC_CALLERS;
 use cachescope_schema::{
     Event, ModuleInfo, ThreadId, ThreadWriter, TimeUnit, TraceHeader, TraceWriter,
 };
@@ -33,6 +34,9 @@ pub const ENV_TIME_UNIT: &str = "CACHESCOPE_TIME_UNIT";
 /// (`OMP_PROC_BIND=true`), and a new thread inherits its creator's binding: the writer would
 /// then compete with thread 0 for one CPU while the others idle.
 pub const ENV_WRITER_CPUS: &str = "CACHESCOPE_WRITER_CPUS";
+/// Environment variable with the number of callers to record per heap allocation beyond its
+/// site (`callers.rs`; 0 to [`MAX_ALLOC_CALLERS`], default the maximum).
+pub const ENV_ALLOC_CALLERS: &str = "CACHESCOPE_ALLOC_CALLERS";
 /// Events per recording-thread buffer (and per chunk).
 pub const BUFFER_EVENTS: usize = 32 * 1024;
 /// Full buffers that may wait for the writer before producers block: with 32-byte events this
@@ -45,6 +49,14 @@ const QUEUE_BUFFERS: usize = 8;
 
 /// Whether events are recorded now. Cleared when recording ends (or fails, or in a fork child).
 static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Callers recorded per heap allocation (see [`ENV_ALLOC_CALLERS`]).
+static ALLOC_CALLERS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many callers to record per heap allocation.
+pub(crate) fn alloc_callers() -> usize {
+    ALLOC_CALLERS.load(Ordering::Relaxed)
+}
+
 /// The signal that asked us to stop (SIGINT/SIGTERM), or 0.
 pub(crate) static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Next thread id to hand out (0 is the first thread that records, normally `main`).
@@ -129,6 +141,11 @@ pub(crate) fn start() {
         Ok("events") => TimeUnit::Events,
         _ => TimeUnit::Instructions,
     };
+    let callers = std::env::var(ENV_ALLOC_CALLERS)
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(MAX_ALLOC_CALLERS);
+    ALLOC_CALLERS.store(callers.min(MAX_ALLOC_CALLERS), Ordering::Relaxed);
     // create_new: if another process already claimed the file, this one is not traced.
     let file = match OpenOptions::new().write(true).create_new(true).open(&path) {
         Ok(f) => f,
