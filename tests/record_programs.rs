@@ -637,10 +637,13 @@ fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
     }
 }
 
+use cachescope_analysis::heap::HeapBlock;
+use cachescope_analysis::symbols::Symbolizer;
+
 /// Every heap block a recorded trace allocated, with the callers recorded after it, in
 /// thread and program order.
-fn heap_blocks(trace: &Path) -> Vec<cachescope_analysis::heap::HeapBlock> {
-    let mut blocks: Vec<cachescope_analysis::heap::HeapBlock> = Vec::new();
+fn heap_blocks(trace: &Path) -> Vec<HeapBlock> {
+    let mut blocks: Vec<HeapBlock> = Vec::new();
     for (_, evs) in events(trace) {
         for e in evs {
             match e {
@@ -649,7 +652,7 @@ fn heap_blocks(trace: &Path) -> Vec<cachescope_analysis::heap::HeapBlock> {
                     size,
                     site,
                     align,
-                } => blocks.push(cachescope_analysis::heap::HeapBlock {
+                } => blocks.push(HeapBlock {
                     base: addr,
                     size,
                     site,
@@ -669,6 +672,48 @@ fn heap_blocks(trace: &Path) -> Vec<cachescope_analysis::heap::HeapBlock> {
     blocks
 }
 
+/// A program built from `src` with `compiler` and `flags` and recorded with `threads` threads:
+/// its output, its heap blocks and a symbolizer for its modules.
+struct RecordedBlocks {
+    output: String,
+    blocks: Vec<HeapBlock>,
+    symbols: Symbolizer,
+}
+
+impl RecordedBlocks {
+    fn new(dir: &Path, compiler: &str, src: &Path, flags: &[&str], threads: u32) -> Self {
+        let stem = src.file_stem().unwrap().to_string_lossy();
+        let name = format!("{stem}-{compiler}");
+        let prog = build(dir, &name, compiler, src, flags);
+        let trace = dir.join(format!("{name}.cstrace"));
+        let output = record(&trace, &prog, &[], threads);
+        let symbols = Symbolizer::new(TraceFile::open(&trace).unwrap().modules());
+        RecordedBlocks {
+            output,
+            blocks: heap_blocks(&trace),
+            symbols,
+        }
+    }
+
+    /// The one block of `size` bytes.
+    fn of_size(&self, size: u64) -> &HeapBlock {
+        let found: Vec<_> = self.blocks.iter().filter(|b| b.size == size).collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "one block of {size} bytes in {:#?}",
+            self.blocks
+        );
+        found[0]
+    }
+
+    /// The name of the one block of `size` bytes.
+    fn name_of_size(&mut self, size: u64) -> String {
+        let block = *self.of_size(size);
+        self.symbols.heap_block_name(&block)
+    }
+}
+
 #[test]
 fn blocks_allocated_by_library_code_or_a_wrapper_are_named_by_the_programs_lines() {
     let dir = tempfile::tempdir().unwrap();
@@ -681,33 +726,17 @@ fn blocks_allocated_by_library_code_or_a_wrapper_are_named_by_the_programs_lines
     let mut site_alone_was_library_code = false;
     for compiler in compilers() {
         let cxx = cxx_of(compiler);
-        let prog = build(
-            dir.path(),
-            format!("grow-{compiler}"),
-            &cxx,
-            &grow,
-            &["-O2"],
-        );
-        let trace = dir.path().join(format!("grow-{compiler}.cstrace"));
-        assert_eq!(record(&trace, &prog, &[], 1), "last=2\n", "{cxx}");
-        let t = TraceFile::open(&trace).unwrap();
-        let mut symbols = cachescope_analysis::symbols::Symbolizer::new(t.modules());
-        let blocks = heap_blocks(&trace);
+        let mut r = RecordedBlocks::new(dir.path(), &cxx, &grow, &["-O2"], 1);
+        assert_eq!(r.output, "last=2\n", "{cxx}");
         // The vector's three capacities (1, 2 and 4 elements of 32 bytes).
         for size in [32, 64, 128] {
-            let found: Vec<_> = blocks.iter().filter(|b| b.size == size).collect();
-            assert_eq!(
-                found.len(),
-                1,
-                "{cxx}: one block of {size} bytes in {blocks:#?}"
-            );
-            let name = symbols.heap_block_name(found[0]);
+            let name = r.name_of_size(size);
             assert!(name.starts_with(&push_back), "{cxx}: {name} ({push_back}…)");
-            let alone = cachescope_analysis::heap::HeapBlock {
+            let alone = HeapBlock {
                 callers: Default::default(),
-                ..*found[0]
+                ..*r.of_size(size)
             };
-            site_alone_was_library_code |= !symbols.heap_block_name(&alone).contains("cxx_grow");
+            site_alone_was_library_code |= !r.symbols.heap_block_name(&alone).contains("cxx_grow");
         }
     }
     // g++ keeps `_M_realloc_insert` out of line (clang inlines it): the callers were needed.
@@ -737,48 +766,86 @@ fn blocks_allocated_by_library_code_or_a_wrapper_are_named_by_the_programs_lines
     // The program's own wrapper, called from two functions, and the C library's `strdup`.
     let wrapper = source("c_wrapper.c");
     let at = |marker: &str| format!("(c_wrapper.c:{}:", line_of(&wrapper, marker));
+    let from_xmalloc = format!("heap block from xmalloc {}", at("XMALLOC"));
     for compiler in compilers() {
-        let prog = build(
-            dir.path(),
-            format!("wrapper-{compiler}"),
-            compiler,
-            &wrapper,
-            &["-O2"],
-        );
-        let trace = dir.path().join(format!("wrapper-{compiler}.cstrace"));
-        assert_eq!(record(&trace, &prog, &[], 1), "3 wrapper\n", "{compiler}");
-        let t = TraceFile::open(&trace).unwrap();
-        let mut symbols = cachescope_analysis::symbols::Symbolizer::new(t.modules());
-        let blocks = heap_blocks(&trace);
-        let named = |size: u64, symbols: &mut cachescope_analysis::symbols::Symbolizer| {
-            let found: Vec<_> = blocks.iter().filter(|b| b.size == size).collect();
-            assert_eq!(
-                found.len(),
-                1,
-                "{compiler}: one block of {size} bytes in {blocks:#?}"
+        let mut r = RecordedBlocks::new(dir.path(), compiler, &wrapper, &["-O2"], 1);
+        assert_eq!(r.output, "3 wrapper\n", "{compiler}");
+        for (size, caller, marker) in [
+            (16, "make_sums", "MAKE_SUMS"),
+            (64 * 8, "make_table", "MAKE_TABLE"),
+        ] {
+            let name = r.name_of_size(size);
+            let called_from = format!(", called from {caller} {}", at(marker));
+            assert!(
+                name.starts_with(&from_xmalloc) && name.contains(&called_from),
+                "{compiler}: {name} ({from_xmalloc}…{called_from}…)"
             );
-            symbols.heap_block_name(found[0])
-        };
-        let sums = named(16, &mut symbols);
-        let expected = format!(
-            "heap block from xmalloc {}{{col}}, called from make_sums {}",
-            at("XMALLOC"),
-            at("MAKE_SUMS")
-        );
-        let (head, tail) = expected.split_once("{col}").unwrap();
-        assert!(
-            sums.starts_with(head) && sums.contains(tail),
-            "{compiler}: {sums}"
-        );
-        let table = named(64 * 8, &mut symbols);
-        assert!(
-            table.starts_with(head) && table.contains(&at("MAKE_TABLE")),
-            "{compiler}: {table}"
-        );
-        let name = named("wrapper".len() as u64 + 1, &mut symbols);
+        }
+        let name = r.name_of_size("wrapper".len() as u64 + 1);
         let strdup = format!("heap block from main {}", at("STRDUP"));
         assert!(name.starts_with(&strdup), "{compiler}: {name} ({strdup}…)");
+        assert!(!name.contains("called from"), "{compiler}: {name}");
     }
+}
+
+#[test]
+fn blocks_allocated_in_a_parallel_region_have_one_name_on_every_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("c_omp_alloc.c");
+    let region = format!("(c_omp_alloc.c:{}:", line_of(&src, "REGION_ALLOC"));
+    for compiler in compilers() {
+        let mut r = RecordedBlocks::new(dir.path(), compiler, &src, &["-O2", "-fopenmp"], 4);
+        assert_eq!(r.output, "threads=4 sum=1998000\n", "{compiler}");
+        // Thread t's block has 1000 + t longs; the master thread's (t = 0) entered the
+        // region from main through the runtime and the recorder's wrapper, the others from
+        // their thread start.
+        let names: Vec<String> = (0..4).map(|t| r.name_of_size(8 * (1000 + t))).collect();
+        assert!(
+            names[0].starts_with("heap block from ") && names[0].contains(&region),
+            "{compiler}: {names:#?}"
+        );
+        // No caller: the runtime called the region's function (clang's `.omp_outlined.`,
+        // which calls the body at the pragma's line, is the compiler's, not a caller).
+        assert!(!names[0].contains("called from"), "{compiler}: {names:#?}");
+        assert!(
+            names.iter().all(|n| *n == names[0]),
+            "{compiler}: {names:#?}"
+        );
+        // Nothing is named by the recorder's own source.
+        for b in r.blocks.clone() {
+            let name = r.symbols.heap_block_name(&b);
+            assert!(!name.contains(".rs:"), "{compiler}: {name}");
+        }
+    }
+}
+
+#[test]
+fn an_allocation_by_the_unwinder_does_not_hang_the_recording() {
+    // The program registers its own unwind tables (as JITs do) and then walks its stack:
+    // libgcc allocates while holding its lock of registered frames, and the recorder must
+    // not walk the stack under that lock (it would wait for itself).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "unwinder-alloc",
+        "gcc",
+        &source("unwinder_alloc.c"),
+        &["-O2"],
+    );
+    let trace = dir.path().join("unwinder-alloc.cstrace");
+    let o = run_ok(
+        Command::new("timeout")
+            .arg("60")
+            .arg(support::cachescope())
+            .args(["record", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog),
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "frames 1\n");
+    assert!(heap_blocks(&trace)
+        .iter()
+        .any(|b| b.callers.iter().count() > 0));
 }
 
 /// Builds `src` with plain g++ (not instrumented) into the shared library `out`.

@@ -25,14 +25,6 @@ impl Callers {
     }
 }
 
-impl FromIterator<CodePos> for Callers {
-    fn from_iter<I: IntoIterator<Item = CodePos>>(sites: I) -> Self {
-        let mut c = Callers::default();
-        sites.into_iter().for_each(|s| c.push(s));
-        c
-    }
-}
-
 impl serde::Serialize for Callers {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.iter())

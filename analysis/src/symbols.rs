@@ -161,7 +161,23 @@ pub fn is_system_source(path: &str) -> bool {
     PREFIXES.iter().any(|p| path.starts_with(p)) || PARTS.iter().any(|p| path.contains(p))
 }
 
+/// Whether the module at `path` is a library the system installed (under `/lib`, `/lib64`,
+/// `/usr/lib` or `/usr/lib64`): its code is never the program's own, even when its debug
+/// information names sources by relative paths (`./string/strdup.c` in the C library's).
+pub fn is_system_module(path: &str) -> bool {
+    ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+        .iter()
+        .any(|p| path.starts_with(p))
+}
+
 impl InlinedCall {
+    /// Whether the function is one the compiler made rather than the program's author:
+    /// names starting with a dot, such as clang's OpenMP `.omp_outlined.` (gcc's
+    /// `main._omp_fn.0` holds the region's body itself, so it names allocations).
+    pub fn is_compiler_generated(&self) -> bool {
+        self.function.as_deref().is_some_and(|f| f.starts_with('.'))
+    }
+
     /// Whether the frame is in the program's own source: it has a source file, and not a
     /// system or compiler header ([`is_system_source`]). Code without debug information
     /// (such as the C library's) has none.
@@ -498,25 +514,45 @@ impl Symbolizer {
     /// Where the program allocated `block`: the innermost frame in the program's own source
     /// (inlined frames included, see [`CodeLocation::frames`]) of the allocation site or,
     /// when the site is library code (`std::vector`'s out-of-line growth, `strdup`), of its
-    /// recorded callers; and the next frame of the program's own further out, which tells
-    /// the callers of an allocating function of the program's (a wrapper like `xmalloc`)
-    /// apart. `(None, None)` when no frame is in the program's source.
+    /// recorded callers; and the frame right outside it when that one is the program's too,
+    /// which tells the callers of an allocating function of the program's (a wrapper like
+    /// `xmalloc`) apart. A runtime frame in between ends the search: a block allocated in an
+    /// OpenMP region or a thread function gets no caller, whichever thread entered it through
+    /// whichever runtime code. Functions the compiler made (clang's `.omp_outlined.`, which
+    /// calls the region's body at the pragma's line) are passed over there. Frames of
+    /// libraries installed by the system ([`is_system_module`]) are never the program's,
+    /// whatever their debug information says. `(None, None)` when no frame is in the
+    /// program's source.
     pub fn allocation_frames(
         &mut self,
         block: &HeapBlock,
     ) -> (Option<InlinedCall>, Option<InlinedCall>) {
-        let mut found = Vec::with_capacity(2);
+        let mut first = None;
         for pos in block.site.into_iter().chain(block.callers.iter()) {
-            let Some(loc) = self.code_pos(pos) else {
-                continue;
-            };
-            found.extend(loc.frames().filter(InlinedCall::is_program_source).take(2));
-            if found.len() >= 2 {
-                break;
+            let loc = self.code_pos(pos);
+            let frames = loc
+                .iter()
+                .flat_map(|loc| loc.frames().map(|f| (is_system_module(&loc.module), f)));
+            let mut any = false;
+            for (system, frame) in frames {
+                any = true;
+                if first.is_some() && frame.is_compiler_generated() {
+                    continue;
+                }
+                let program = !system && frame.is_program_source();
+                match (first.is_some(), program) {
+                    (false, true) => first = Some(frame),
+                    (false, false) => {}
+                    (true, true) => return (first, Some(frame)),
+                    (true, false) => return (first, None),
+                }
+            }
+            if !any && first.is_some() {
+                // An address in no known module: not the program's.
+                return (first, None);
             }
         }
-        let mut found = found.into_iter();
-        (found.next(), found.next())
+        (first, None)
     }
 
     /// A name for a heap block that is stable across runs (addresses are not): where the

@@ -620,6 +620,27 @@ fn symbolizer_can_move_to_a_worker() {
 }
 
 #[test]
+fn libraries_the_system_installed_are_not_the_programs_own_code() {
+    use cachescope_analysis::symbols::is_system_module;
+    for path in [
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+        "/lib64/ld-linux-x86-64.so.2",
+        "/usr/lib64/libstdc++.so.6",
+    ] {
+        assert!(is_system_module(path), "{path}");
+    }
+    for path in [
+        "/work/main/target/release/examples/spmv",
+        "/usr/local/lib/libmine.so",
+        "/home/me/build/libapp.so",
+        "./a.out",
+    ] {
+        assert!(!is_system_module(path), "{path}");
+    }
+}
+
+#[test]
 fn system_headers_are_not_the_programs_own_source() {
     use cachescope_analysis::symbols::is_system_source;
     for path in [

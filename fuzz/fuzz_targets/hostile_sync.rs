@@ -12,7 +12,7 @@
 use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine};
 use cachescope_analysis::sarif::to_sarif;
 use cachescope_schema::{
-    Access, AccessKind, Event, OpenOptions, QuantaSizes, TimeUnit, TimedEvent, TraceFile,
+    Access, AccessKind, CodePos, Event, OpenOptions, QuantaSizes, TimeUnit, TimedEvent, TraceFile,
     TraceHeader, TraceWriter,
 };
 use cachescope_sim::bandwidth::BandwidthConfig;
@@ -29,7 +29,7 @@ use common::counters;
 /// One event from two bytes: the kind, and an operand.
 fn event(kind: u8, x: u8) -> Event {
     let small = u64::from(x & 3);
-    match kind % 16 {
+    match kind % 17 {
         0..=3 => Event::Access(Access {
             kind: [
                 AccessKind::Load,
@@ -71,8 +71,12 @@ fn event(kind: u8, x: u8) -> Event {
         14 => Event::Alloc {
             addr: 0x10000 + u64::from(x & 0x1f) * 64,
             size: u64::from(x >> 5) * 40,
-            site: None,
+            site: CodePos::new(u64::from(x & 3)),
             align: None,
+        },
+        // Callers with or without an allocation before them, any number of them.
+        15 => Event::AllocCaller {
+            site: CodePos::new(0x1000 + u64::from(x)).expect("not 0"),
         },
         _ => Event::Free {
             addr: 0x10000 + u64::from(x & 0x1f) * 64,

@@ -1,9 +1,9 @@
 //! Heap interposition: `malloc`, `calloc`, `realloc`, `free`, `posix_memalign`,
 //! `aligned_alloc`, `memalign`, `valloc`, with the allocation site (the caller's return
 //! address) and a few callers further out (`callers.rs`), so analyses can name heap objects
-//! by where they were allocated, and with the
-//! alignment asked for (`aligned_alloc`, `posix_memalign`, `memalign`, `valloc`), so that the
-//! false-sharing audit knows which placements of a block cannot happen.
+//! by where they were allocated, and with the alignment asked for (`aligned_alloc`,
+//! `posix_memalign`, `memalign`, `valloc`), so that the false-sharing audit knows which
+//! placements of a block cannot happen.
 //!
 //! The real allocator is glibc's, reached through its `__libc_*` entry points rather than
 //! `dlsym`: `dlsym` itself allocates, and would recurse into us before it could answer.
@@ -47,13 +47,15 @@ fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>)
     if wanted == 0 {
         return;
     }
-    // Quietly: should the unwinder allocate, that is not the program's allocation.
-    let callers = st.quiet(|_| callers::callers_of(ret, wanted));
-    for caller in callers {
-        if let Some(site) = CodePos::new(caller.wrapping_sub(1)) {
-            st.push(Event::AllocCaller { site });
+    // Quietly: should the unwinder allocate, that is not the program's allocation, and the
+    // shim's own copies (`memcpy` in unoptimized builds) are not the program's accesses.
+    st.quiet(|st| {
+        for caller in callers::callers_of(ret, wanted) {
+            if let Some(site) = CodePos::new(caller.wrapping_sub(1)) {
+                st.push(Event::AllocCaller { site });
+            }
         }
-    }
+    });
 }
 
 /// The alignment `memalign(align, …)` guarantees: glibc rounds an alignment that is not a

@@ -9,10 +9,22 @@
 //! frames up to the site (the shim's, `operator new`'s) are skipped by looking for the site's
 //! return address, and nothing is recorded when it is not found: a caller is never guessed.
 //! The walk stops at the first frame without call frame information.
+//!
+//! Two kinds of frame need care:
+//! * the shim's own wrappers between a runtime and the program (`GOMP_parallel`, the thread
+//!   start routine) are not recorded: they are not the program's, and leaving them out names
+//!   a block the same on every thread (the master thread enters a parallel region through
+//!   the wrapper, the workers through the thread start);
+//! * an allocation made by the unwinder itself (libgcc's `init_object` sorts the frames a JIT
+//!   registered with `__register_frame_info`, under a lock it holds while calling `malloc`)
+//!   gets no callers: walking the stack then would take that lock again and hang.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cachescope_schema::event::MAX_ALLOC_CALLERS;
+
+use crate::modules::Snapshot;
 
 /// libgcc's opaque unwind context.
 #[repr(C)]
@@ -31,6 +43,30 @@ extern "C" {
         arg: *mut c_void,
     ) -> i32;
     fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
+}
+
+/// The shim's own code: `[start, end)`, set by [`init`]; empty before.
+static SHIM_CODE: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// The code of the unwinder the walk uses (libgcc_s), set by [`init`]; empty before.
+static UNWINDER_CODE: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+fn set(range: &[AtomicU64; 2], code: Option<(u64, u64)>) {
+    let (start, end) = code.unwrap_or((0, 0));
+    range[0].store(start, Ordering::Relaxed);
+    range[1].store(end, Ordering::Relaxed);
+}
+
+fn contains(range: &[AtomicU64; 2], ip: u64) -> bool {
+    range[0].load(Ordering::Relaxed) <= ip && ip < range[1].load(Ordering::Relaxed)
+}
+
+/// Finds the shim's and the unwinder's code in the module map (before recording starts).
+pub(crate) fn init(modules: &Snapshot) {
+    set(&SHIM_CODE, modules.code_range_of(step as *const () as u64));
+    set(
+        &UNWINDER_CODE,
+        modules.code_range_of(_Unwind_Backtrace as *const () as u64),
+    );
 }
 
 /// Frames searched for the site: the shim's own (unwinder, callers, allocator entry),
@@ -57,6 +93,9 @@ extern "C" fn step(ctx: *mut UnwindContext, arg: *mut c_void) -> i32 {
         if ip == 0 {
             return STOP;
         }
+        if contains(&SHIM_CODE, ip) {
+            return CONTINUE;
+        }
         walk.callers[walk.len] = ip;
         walk.len += 1;
         return if walk.len >= walk.wanted {
@@ -75,8 +114,8 @@ extern "C" fn step(ctx: *mut UnwindContext, arg: *mut c_void) -> i32 {
 }
 
 /// The return addresses of up to `wanted` (at most [`MAX_ALLOC_CALLERS`]) frames outside the
-/// one that returns to `site` (the allocation's return address), innermost first; empty when
-/// `site` is not on the stack.
+/// one that returns to `site` (the allocation's return address), innermost first, the shim's
+/// own frames left out; empty when `site` is not on the stack or is in the unwinder.
 pub(crate) fn callers_of(site: u64, wanted: usize) -> impl Iterator<Item = u64> {
     let mut walk = Walk {
         site,
@@ -86,8 +125,10 @@ pub(crate) fn callers_of(site: u64, wanted: usize) -> impl Iterator<Item = u64> 
         len: 0,
         wanted: wanted.clamp(1, MAX_ALLOC_CALLERS),
     };
-    // SAFETY: `step` matches the callback type libgcc calls and only uses `walk` through
-    // `arg`; the walk reads this thread's stack, which does not change while it runs.
-    unsafe { _Unwind_Backtrace(step, (&mut walk as *mut Walk).cast()) };
+    if !contains(&UNWINDER_CODE, site) {
+        // SAFETY: `step` matches the callback type libgcc calls and only uses `walk` through
+        // `arg`; the walk reads this thread's stack, which does not change while it runs.
+        unsafe { _Unwind_Backtrace(step, (&mut walk as *mut Walk).cast()) };
+    }
     walk.callers.into_iter().take(walk.len)
 }

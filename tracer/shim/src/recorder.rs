@@ -141,10 +141,16 @@ pub(crate) fn start() {
         Ok("events") => TimeUnit::Events,
         _ => TimeUnit::Instructions,
     };
-    let callers = std::env::var(ENV_ALLOC_CALLERS)
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(MAX_ALLOC_CALLERS);
+    let callers = match std::env::var(ENV_ALLOC_CALLERS) {
+        Err(_) => MAX_ALLOC_CALLERS,
+        Ok(n) => n.parse::<usize>().unwrap_or_else(|_| {
+            eprintln!(
+                "cachescope: {ENV_ALLOC_CALLERS}={n:?} is not a number; recording \
+                 {MAX_ALLOC_CALLERS} callers per allocation"
+            );
+            MAX_ALLOC_CALLERS
+        }),
+    };
     ALLOC_CALLERS.store(callers.min(MAX_ALLOC_CALLERS), Ordering::Relaxed);
     // create_new: if another process already claimed the file, this one is not traced.
     let file = match OpenOptions::new().write(true).create_new(true).open(&path) {
@@ -167,7 +173,9 @@ pub(crate) fn start() {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    header.modules = crate::modules::snapshot().infos();
+    let modules = crate::modules::snapshot();
+    crate::callers::init(&modules);
+    header.modules = modules.infos();
     header.created_unix_seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
