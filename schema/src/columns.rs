@@ -1,6 +1,7 @@
-//! Column encoding of a chunk's events (part of trace format version 2; version 1 is the same
-//! without the op codes of aligned allocations, so version 1 chunks decode unchanged, and a
-//! version 1 chunk that uses them is refused, see [`first_op_newer_than`]).
+//! Column encoding of a chunk's events (part of trace format version 3; versions 1 and 2 are
+//! the same without the op codes added later — aligned allocations in 2, allocation callers
+//! in 3 — so their chunks decode unchanged, and an older chunk that uses a later code is
+//! refused, see [`first_op_newer_than`]).
 //!
 //! Each event becomes a *token*: an op byte plus the event's fields, with addresses and code
 //! positions stored as differences to a prediction. Tokens are spread over four byte columns,
