@@ -789,6 +789,21 @@ fn blocks_allocated_by_library_code_or_a_wrapper_are_named_by_the_programs_lines
 }
 
 #[test]
+fn compressed_debug_sections_are_read() {
+    // `-gz` (and distributions' debug packages) compress the DWARF sections.
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = source("c_wrapper.c");
+    let at = format!("(c_wrapper.c:{}:", line_of(&wrapper, "XMALLOC"));
+    for compiler in compilers() {
+        let flags = ["-O2", "-gz=zlib"];
+        let mut r = RecordedBlocks::new(dir.path(), compiler, &wrapper, &flags, 1);
+        assert_eq!(r.output, "3 wrapper\n", "{compiler}");
+        let name = r.name_of_size(16);
+        assert!(name.contains(&at), "{compiler}: {name} ({at}…)");
+    }
+}
+
+#[test]
 fn blocks_allocated_in_a_parallel_region_have_one_name_on_every_thread() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("c_omp_alloc.c");

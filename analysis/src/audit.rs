@@ -841,10 +841,11 @@ fn fingerprint(
         FindingKind::LatentFalseSharing => "latent",
     });
     let (heap_frames, heap_loc) = match (object.kind, heap) {
-        ("heap", Some(block)) => (
-            symbols.allocation_frames(block),
-            block.site.and_then(|site| symbols.code_pos(site)),
-        ),
+        ("heap", Some(block)) => match symbols.allocation_frames(block) {
+            // The site's own location only names a block with no frame of the program's.
+            (None, _) => ((None, None), block.site.and_then(|s| symbols.code_pos(s))),
+            frames => (frames, None),
+        },
         _ => ((None, None), None),
     };
     let mut code = |function: Option<&str>, file: Option<&str>, line: Option<u32>| {

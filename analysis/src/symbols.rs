@@ -529,17 +529,25 @@ impl Symbolizer {
     ) -> (Option<InlinedCall>, Option<InlinedCall>) {
         let mut first = None;
         for pos in block.site.into_iter().chain(block.callers.iter()) {
+            // Judged by the module alone: its debug information (the C library's, when
+            // installed) is neither needed nor read.
+            let system = self
+                .code_module(pos.addr())
+                .is_some_and(|i| is_system_module(&self.entries[i].path));
+            if system {
+                if first.is_some() {
+                    return (first, None);
+                }
+                continue;
+            }
             let loc = self.code_pos(pos);
-            let frames = loc
-                .iter()
-                .flat_map(|loc| loc.frames().map(|f| (is_system_module(&loc.module), f)));
             let mut any = false;
-            for (system, frame) in frames {
+            for frame in loc.iter().flat_map(|loc| loc.frames()) {
                 any = true;
                 if first.is_some() && frame.is_compiler_generated() {
                     continue;
                 }
-                let program = !system && frame.is_program_source();
+                let program = frame.is_program_source();
                 match (first.is_some(), program) {
                     (false, true) => first = Some(frame),
                     (false, false) => {}
