@@ -789,6 +789,70 @@ fn blocks_allocated_by_library_code_or_a_wrapper_are_named_by_the_programs_lines
 }
 
 #[test]
+fn blocks_of_an_unoptimized_cxx_build_are_named_by_the_programs_lines() {
+    // At -O0 the program's line is seven frames above the allocation site for
+    // `std::make_shared` and `std::map`'s insertion: beyond four recorded callers.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_containers.cpp");
+    let markers = [
+        "MAKE_SHARED",
+        "MAP_INSERT",
+        "HASH_INSERT",
+        "LIST_EMPLACE",
+        // The C library's stdout buffer, allocated inside `printf`.
+        "PRINT",
+    ];
+    let expected: std::collections::BTreeSet<u32> =
+        markers.iter().map(|m| line_of(&src, m)).collect();
+    // The program's lines that name blocks, each checked to be main's.
+    let named_lines = |r: &mut RecordedBlocks, what: &str| {
+        let mut lines = std::collections::BTreeSet::new();
+        for b in r.blocks.clone() {
+            let name = r.symbols.heap_block_name(&b);
+            let Some(at) = name.find("(cxx_containers.cpp:") else {
+                continue;
+            };
+            assert!(name.starts_with("heap block from main ("), "{what}: {name}");
+            let line = name[at..]
+                .split(':')
+                .nth(1)
+                .unwrap()
+                .parse::<u32>()
+                .unwrap();
+            lines.insert(line);
+        }
+        lines
+    };
+    for compiler in compilers() {
+        let cxx = cxx_of(compiler);
+        let mut r = RecordedBlocks::new(dir.path(), &cxx, &src, &["-O0"], 1);
+        assert_eq!(r.output, "sum=4\n", "{cxx}");
+        assert_eq!(named_lines(&mut r, &cxx), expected, "{cxx}");
+    }
+
+    // Four callers, as trace format 3 first recorded, leave some of them unnamed.
+    let prog = build(dir.path(), "containers-4", "g++", &src, &["-O0"]);
+    let trace = dir.path().join("containers-4.cstrace");
+    run_ok(
+        Command::new(support::cachescope())
+            .args(["record", "--alloc-callers", "4", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog),
+    );
+    let mut r = RecordedBlocks {
+        output: String::new(),
+        blocks: heap_blocks(&trace),
+        symbols: Symbolizer::new(TraceFile::open(&trace).unwrap().modules()),
+    };
+    let with_four = named_lines(&mut r, "4 callers");
+    assert!(
+        with_four.len() < expected.len(),
+        "4 callers already name {with_four:?}"
+    );
+}
+
+#[test]
 fn compressed_debug_sections_are_read() {
     // `-gz` (and distributions' debug packages) compress the DWARF sections.
     let dir = tempfile::tempdir().unwrap();

@@ -228,8 +228,10 @@ pub enum Event {
 }
 
 /// Most [`Event::AllocCaller`] events a recorder writes after one `Alloc`, and that readers
-/// keep: enough to get from a library's or a wrapper's allocation to the program's line.
-pub const MAX_ALLOC_CALLERS: usize = 4;
+/// keep: enough to get from a library's or a wrapper's allocation to the program's line, also
+/// in an unoptimized (`-O0`) C++ build, where `std::make_shared` or `std::map::insert` are
+/// seven to nine frames of library templates above the program's line.
+pub const MAX_ALLOC_CALLERS: usize = 12;
 
 /// The kind of an event without its data, for counting and filtering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
