@@ -322,6 +322,32 @@ fn an_openmp_atomic_counter_computes_the_same_with_and_without_the_shim() {
 }
 
 #[test]
+fn an_openmp_program_that_calls_no_omp_function_keeps_its_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("omp_pragma_only.c");
+    for compiler in compilers() {
+        let prog = build(
+            dir.path(),
+            format!("pragma-{compiler}"),
+            compiler,
+            &src,
+            &["-O2", "-fopenmp"],
+        );
+        // Natively (the shim is linked, not recording) and recorded, with 2 threads.
+        let native = run_ok(Command::new(&prog).env("OMP_NUM_THREADS", "2"));
+        assert_eq!(
+            String::from_utf8_lossy(&native.stdout),
+            "threads=2\n",
+            "{compiler}"
+        );
+        let trace = dir.path().join(format!("pragma-{compiler}.cstrace"));
+        assert_eq!(record(&trace, &prog, &[], 2), "threads=2\n", "{compiler}");
+        let threads = events(&trace).len();
+        assert_eq!(threads, 2, "{compiler}");
+    }
+}
+
+#[test]
 fn addr2line_is_available() {
     assert!(
         have("addr2line"),

@@ -200,6 +200,36 @@ pub fn link_flags(c: &Compiler, shim_dir: &Path) -> Vec<String> {
     f
 }
 
+/// Flags that keep the OpenMP runtime linked when `args` build with `-fopenmp`.
+///
+/// The shim defines the runtime's entry points it records (`GOMP_parallel`, `GOMP_barrier`,
+/// `omp_set_lock`, ...) and calls the real ones through `dlsym(RTLD_NEXT)`. A program that
+/// calls nothing else of the runtime — a `#pragma omp parallel` without any `omp_*` call —
+/// has all its references satisfied by the shim, and a linker in `--as-needed` mode (gcc's
+/// default on Debian and Ubuntu) then drops the runtime: the program would abort at its first
+/// parallel region, recorded or not.
+fn openmp_runtime(c: &Compiler, args: &[String]) -> Vec<String> {
+    let runtime = args.iter().rev().find_map(|a| match a.as_str() {
+        "-fopenmp" => Some(match c.family {
+            Family::Gcc => "gomp",
+            Family::Clang => "omp",
+        }),
+        _ => match a.strip_prefix("-fopenmp=")? {
+            "libgomp" => Some("gomp"),
+            "libiomp5" => Some("iomp5"),
+            _ => Some("omp"),
+        },
+    });
+    match runtime {
+        Some(lib) => vec![
+            "-Wl,--push-state,--no-as-needed".to_string(),
+            format!("-l{lib}"),
+            "-Wl,--pop-state".to_string(),
+        ],
+        None => Vec::new(),
+    }
+}
+
 /// Plans the invocations for `args` (the user's compiler arguments). `tmp` is where split
 /// compilations put their objects.
 pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Result<Plan, CcError> {
@@ -226,7 +256,8 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
         });
     }
     let cflags = compile_flags(c)?;
-    let lflags = link_flags(c, shim_dir);
+    let mut lflags = link_flags(c, shim_dir);
+    lflags.extend(openmp_runtime(c, args));
     if compile_only {
         let mut a = args.to_vec();
         a.extend(cflags);
@@ -368,6 +399,32 @@ mod tests {
         assert!(link.contains(&"-lcachescope_shim".to_string()));
         assert!(!link.iter().any(|a| a.starts_with("-fsanitize")));
         assert_eq!(p.temporaries, vec![PathBuf::from("/tmp/t/0-a.o")]);
+    }
+
+    #[test]
+    fn openmp_links_keep_the_runtime() {
+        let link = |c: &Compiler, args: &[&str]| {
+            let p = plan(c, &s(args), Path::new("/shim"), Path::new("/tmp/t")).unwrap();
+            p.steps.last().unwrap().args.clone()
+        };
+        let kept = |lib: &str| s(&["-Wl,--push-state,--no-as-needed", lib, "-Wl,--pop-state"]);
+        let gcc_link = link(&gcc(), &["-O2", "-fopenmp", "a.c", "-o", "prog"]);
+        assert!(gcc_link.ends_with(&kept("-lgomp")), "{gcc_link:?}");
+        let clang = Compiler::choose(Some("clang-14"), false, Capture::Tsan);
+        let clang_link = link(&clang, &["-fopenmp", "a.c", "-o", "prog"]);
+        assert!(clang_link.ends_with(&kept("-lomp")), "{clang_link:?}");
+        let gomp = link(&clang, &["-fopenmp=libgomp", "a.o", "-o", "prog"]);
+        assert!(gomp.ends_with(&kept("-lgomp")), "{gomp:?}");
+        // Without OpenMP, or when only compiling, nothing is added.
+        let plain = link(&gcc(), &["-O2", "a.c", "-o", "prog"]);
+        assert!(!plain.iter().any(|a| a.contains("as-needed")), "{plain:?}");
+        let simd = link(&gcc(), &["-fopenmp-simd", "a.c", "-o", "prog"]);
+        assert!(!simd.iter().any(|a| a.contains("as-needed")), "{simd:?}");
+        let compile = link(&gcc(), &["-fopenmp", "-c", "a.c"]);
+        assert!(
+            !compile.iter().any(|a| a.contains("as-needed")),
+            "{compile:?}"
+        );
     }
 
     #[test]

@@ -39,9 +39,17 @@ impl Real {
         match self.get() {
             Some(a) => a,
             None => {
-                let msg = b"cachescope: an interposed function has no real definition\n";
-                // SAFETY: writing a static buffer to stderr.
-                unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+                let name = self.name.to_bytes();
+                let parts: [&[u8]; 3] = [
+                    b"cachescope: the recorder interposes `",
+                    name,
+                    b"`, but no library loaded after it defines it (is the library that \
+                      provides it linked? e.g. -lgomp for GOMP_ functions)\n",
+                ];
+                for part in parts {
+                    // SAFETY: writing a live byte slice to stderr.
+                    unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
+                }
                 std::process::abort()
             }
         }
