@@ -320,7 +320,7 @@ pub fn audit(
         .collect();
     let penalty = config.penalty_cycles.unwrap_or(machine.penalty_cycles);
 
-    let recorded = group(&reports[0], &mut symbols);
+    let recorded = group(&reports[0], line, &mut symbols);
     let simulated = match model.filter(|_| config.simulate) {
         Some(m) => {
             let mut m = m.clone();
@@ -360,17 +360,36 @@ pub fn audit(
     // Latent: objects clean (below the event threshold) under the recorded layout, above it
     // under some predicted layout; the worst predicted layout is reported.
     let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
+    // Memory known only by its address has no bounds to compare layouts by: a predicted
+    // block of it counts the recorded events of every recorded line it overlaps.
+    let recorded_lines: BTreeMap<u64, u64> = reports[0]
+        .blocks
+        .iter()
+        .map(|b| (b.block, b.phi_prime))
+        .collect();
+    let recorded_overlapping = |b: &BlockEstimate, size: u64| -> u64 {
+        let from = b.block.saturating_sub(line.saturating_sub(1));
+        recorded_lines
+            .range(from..b.block.saturating_add(size))
+            .map(|(_, e)| e)
+            .sum()
+    };
     for report in &reports[1..] {
-        for (object, mut blocks) in group(report, &mut symbols) {
+        for (object, mut blocks) in group(report, line, &mut symbols) {
             // Only the lines of blocks that can land there: one allocation site may hand out
             // blocks of different alignments (an allocation wrapper taking the alignment).
             blocks.retain(|b| !shift_breaks_alignment(report.layout, b, &mut symbols));
             if blocks.is_empty() {
                 continue;
             }
-            let recorded_events = recorded
-                .get(&object)
-                .map_or(0, |b| b.iter().map(|x| x.phi_prime).sum::<u64>());
+            let recorded_events = if object.kind == "unknown" {
+                let size = report.layout.line_size;
+                blocks.iter().map(|b| recorded_overlapping(b, size)).sum()
+            } else {
+                recorded
+                    .get(&object)
+                    .map_or(0, |b| b.iter().map(|x| x.phi_prime).sum::<u64>())
+            };
             if recorded_events >= config.min_events {
                 continue;
             }
@@ -431,7 +450,7 @@ fn true_sharing(
 ) -> Vec<TrueSharing> {
     let mut by_object: BTreeMap<ObjectName, TrueSharing> = BTreeMap::new();
     for b in report.blocks.iter().filter(|b| b.theta > 0) {
-        let name = object_name(b, symbols);
+        let name = object_name(b, report.layout.line_size, symbols);
         let e = by_object
             .entry(name.clone())
             .or_insert_with(|| TrueSharing {
@@ -548,6 +567,7 @@ fn rate(
 /// Groups a report's blocks by the data object they belong to.
 fn group(
     report: &PlutoReport,
+    line: u64,
     symbols: &mut Symbolizer,
 ) -> BTreeMap<ObjectName, Vec<BlockEstimate>> {
     let mut out: BTreeMap<ObjectName, Vec<BlockEstimate>> = BTreeMap::new();
@@ -555,13 +575,18 @@ fn group(
         if b.phi_prime == 0 {
             continue;
         }
-        let name = object_name(b, symbols);
+        let name = object_name(b, line, symbols);
         out.entry(name).or_default().push(b.clone());
     }
     out
 }
 
-fn object_name(b: &BlockEstimate, symbols: &mut Symbolizer) -> ObjectName {
+/// The data object of block `b`: a heap block, a global, or else memory known only by its
+/// address, named by the recorded `line`-byte line of its lowest accessed address — the same
+/// name under every predicted layout (a 128-byte or shifted block starts elsewhere), so a
+/// prediction about memory that already has a finding under the recorded layout is not
+/// reported again as latent, and one object gets one latent finding.
+fn object_name(b: &BlockEstimate, line: u64, symbols: &mut Symbolizer) -> ObjectName {
     if let Some(h) = &b.heap {
         return ObjectName {
             name: symbols.heap_block_name(h),
@@ -574,7 +599,10 @@ fn object_name(b: &BlockEstimate, symbols: &mut Symbolizer) -> ObjectName {
             kind: "global",
         },
         _ => ObjectName {
-            name: format!("memory at {:#x}", b.block),
+            name: format!(
+                "memory at {:#x}",
+                b.sample_addr - b.sample_addr % line.max(1)
+            ),
             kind: "unknown",
         },
     }

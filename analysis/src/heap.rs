@@ -57,6 +57,10 @@ fn span_end(base: u64, size: u64) -> u64 {
     base.saturating_add(size.max(1))
 }
 
+/// Most blocks freed in one segment that [`HeapMap`] keeps for naming (about 150 bytes each);
+/// beyond that, further freed blocks are forgotten at once, as before segments kept any.
+pub const FREED_KEPT: usize = 1 << 18;
+
 /// What the map keeps of a live block: size, site, callers and requested alignment.
 #[derive(Debug, Clone, Copy)]
 struct Live {
@@ -88,6 +92,11 @@ impl Live {
 #[derive(Debug, Default, Clone)]
 pub struct HeapMap {
     blocks: BTreeMap<u64, Live>,
+    /// Blocks freed since the last [`end_segment`](Self::end_segment), disjoint (a later free
+    /// replaces the earlier blocks it overlaps), at most [`FREED_KEPT`]: a segment's accesses
+    /// are named when the segment ends, and a block the program freed before that (a `delete`
+    /// after the threads joined, in a program without barriers) must still have its name.
+    freed: BTreeMap<u64, Live>,
     /// Each thread's last allocation, which its `AllocCaller` events describe.
     last_alloc: BTreeMap<ThreadId, u64>,
     /// Blocks dropped because a later allocation overlapped them.
@@ -159,7 +168,36 @@ impl HeapMap {
     /// Records a free of the block starting at `addr` (a `Free` event); returns the block if
     /// it was live.
     pub fn on_free(&mut self, addr: u64) -> Option<HeapBlock> {
-        self.blocks.remove(&addr).map(|l| l.block(addr, 0))
+        let live = self.blocks.remove(&addr)?;
+        let end = span_end(addr, live.size);
+        let mut older: Vec<u64> = self.freed.range(addr..end).map(|(&b, _)| b).collect();
+        if let Some((&b, l)) = self.freed.range(..addr).next_back() {
+            if span_end(b, l.size) > addr {
+                older.push(b);
+            }
+        }
+        for b in older {
+            self.freed.remove(&b);
+        }
+        if self.freed.len() < FREED_KEPT {
+            self.freed.insert(addr, live);
+        }
+        Some(live.block(addr, 0))
+    }
+
+    /// The block holding `addr` now, else the block that held it when it was freed during
+    /// the current segment (see [`end_segment`](Self::end_segment)).
+    pub fn lookup_in_segment(&self, addr: u64) -> Option<HeapBlock> {
+        self.lookup(addr).or_else(|| {
+            let (&base, l) = self.freed.range(..=addr).next_back()?;
+            let offset = addr - base;
+            (offset < l.size).then(|| l.block(base, offset))
+        })
+    }
+
+    /// Ends a segment: its accesses are named, blocks freed during it are forgotten.
+    pub fn end_segment(&mut self) {
+        self.freed.clear();
     }
 
     /// The live block holding `addr`, with the offset of `addr` in it.

@@ -9,8 +9,11 @@
 //!   `2·[min(S_u, L_v) + min(S_v, L_u)] + 2·max(min(S_u − L_v, S_v − L_u), 0) − 1`: the
 //!   longest alternating sequence of a store of one thread and an access of the other, minus
 //!   the compulsory miss;
-//! * θ̃ (Eq. 2): `2·Σ_{x,y} [min(S_u,xy, L_v,xy) + min(S_v,xy, L_u,xy)]` — accesses of the same
-//!   offset and size by the other thread, taken as data exchange (true sharing);
+//! * θ̃ (Eq. 2): `2·Σ_{x,y} [min(S_u,x, L_v,y) + min(S_v,y, L_u,x)]` over pairs of an (offset,
+//!   size) slot x of u and a slot y of v whose bytes overlap — accesses of the same data by the
+//!   other thread, taken as data exchange (true sharing). The thesis pairs equal slots only;
+//!   overlapping ones count too because the same data is often accessed with different widths
+//!   (a vectorized loop's 16-byte stores, another thread's 8-byte loads of the same elements);
 //! * φ̃′ = φ̃ − θ̃ (Eq. 3, at least 0): the false-sharing estimate.
 //!
 //! **More than two threads.** φ̃ and θ̃ are summed over all pairs of threads that access the block.
@@ -202,11 +205,19 @@ fn phi_pair(u: &ThreadCounts, v: &ThreadCounts) -> u64 {
     (crossed + stores_left - 1).max(0) as u64
 }
 
-/// Eq. 2 for one pair of threads.
+/// Eq. 2 for one pair of threads, over pairs of slots whose bytes overlap: the thesis pairs
+/// accesses to the same data, and the same data is often accessed with different widths (a
+/// vectorized loop's 16- or 32-byte stores, another thread's 8-byte loads of the same
+/// elements), which share bytes without sharing (offset, size).
 fn theta_pair(u: &ThreadCounts, v: &ThreadCounts) -> u64 {
     let mut t = 0;
-    for (slot, &(lu, su)) in &u.by_slot {
-        if let Some(&(lv, sv)) = v.by_slot.get(slot) {
+    for (&(off, size), &(lu, su)) in &u.by_slot {
+        let end = off.saturating_add(size.max(1));
+        let overlapping = v
+            .by_slot
+            .range(..(end, 0))
+            .filter(|(&(o, s), _)| o.saturating_add(s.max(1)) > off);
+        for (_, &(lv, sv)) in overlapping {
             t += 2 * (su.min(lv) + sv.min(lu));
         }
     }
@@ -332,7 +343,8 @@ impl Estimator {
     }
 
     /// Ends segment k of every thread (after both passes): estimates it and adds the
-    /// transfers from segment k−1. `heap` names heap data as it is live now.
+    /// transfers from segment k−1. `heap` names heap data as it is live now, or was when it
+    /// was freed during the segment.
     fn end_segment(&mut self, heap: &HeapMap) {
         self.segments += 1;
         let mut touched = std::mem::take(&mut self.touched);
@@ -354,7 +366,7 @@ impl Estimator {
             let e = self.totals.entry(block).or_insert_with(|| BlockEstimate {
                 block: block.wrapping_sub(self.layout.shift),
                 sample_addr: t.first_addr,
-                heap: heap.lookup(t.first_addr),
+                heap: heap.lookup_in_segment(t.first_addr),
                 ..BlockEstimate::default()
             });
             e.phi += phi + crossing;
@@ -527,6 +539,7 @@ fn estimate_buffered(
         for est in &mut estimators {
             est.end_segment(heap);
         }
+        heap.end_segment();
         if !any || streams.iter().all(|s| s.2) {
             break;
         }

@@ -578,6 +578,35 @@ fn heap_map_edges() {
 }
 
 #[test]
+fn blocks_freed_during_a_segment_are_named_until_it_ends() {
+    let pos = |a: u64| CodePos::new(a).unwrap();
+    let site = |b: Option<HeapBlock>| b.and_then(|b| b.site).map(CodePos::addr);
+    let mut map = HeapMap::new();
+    map.on_alloc(100, 64, Some(pos(1)), None);
+    map.on_alloc(300, 64, Some(pos(2)), None);
+    assert!(map.on_free(100).is_some());
+    // Gone from the live blocks, still known for naming the segment's accesses.
+    assert_eq!(map.lookup(110), None);
+    assert_eq!(site(map.lookup_in_segment(110)), Some(1));
+    assert_eq!(map.lookup_in_segment(110).map(|b| b.offset), Some(10));
+    assert_eq!(map.lookup_in_segment(164), None, "past the block's end");
+    // A live block at the same place wins; a later free replaces the overlapped one.
+    map.on_alloc(96, 32, Some(pos(3)), None);
+    assert_eq!(site(map.lookup_in_segment(110)), Some(3));
+    assert!(map.on_free(96).is_some());
+    assert_eq!(site(map.lookup_in_segment(110)), Some(3));
+    assert_eq!(
+        map.lookup_in_segment(140),
+        None,
+        "the older block was replaced"
+    );
+    assert!(map.on_free(300).is_some());
+    map.end_segment();
+    assert_eq!(map.lookup_in_segment(110), None);
+    assert_eq!(map.lookup_in_segment(310), None);
+}
+
+#[test]
 fn heap_map_attaches_callers_to_the_threads_last_allocation() {
     let pos = |a: u64| CodePos::new(a).unwrap();
     let callers = |map: &HeapMap, addr: u64| -> Vec<u64> {
@@ -595,7 +624,7 @@ fn heap_map_attaches_callers_to_the_threads_last_allocation() {
     assert_eq!(callers(&map, 105), [10, 11]);
     assert_eq!(callers(&map, 200), [20]);
     // At most MAX_ALLOC_CALLERS are kept, innermost first.
-    for c in 21..30 {
+    for c in 21..25 + MAX_ALLOC_CALLERS as u64 {
         map.on_caller(1, pos(c));
     }
     let kept: Vec<u64> = (20..20 + MAX_ALLOC_CALLERS as u64).collect();

@@ -1,0 +1,150 @@
+//! What the audit calls one data object, on generated traces of two threads without barriers
+//! (one segment, as in a pthreads program that creates and joins its threads): a heap block
+//! freed before the segment ends keeps its name, memory known only by its address gets one
+//! finding and no latent echo of it, and accesses of the same bytes with different widths
+//! are true sharing, not false.
+
+use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine, AuditReport, FindingKind};
+use cachescope_schema::{
+    Access, AccessKind, CodePos, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter,
+};
+
+const REPS: u64 = 500;
+
+fn access(kind: AccessKind, addr: u64, size: u32, pc: u64) -> Event {
+    Event::Access(Access {
+        kind,
+        size,
+        addr,
+        pc: CodePos::new(pc),
+    })
+}
+
+/// A trace whose thread t has the events `threads[t]`.
+fn trace(threads: Vec<Vec<Event>>) -> (tempfile::TempDir, TraceFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("objects.cstrace");
+    let w =
+        TraceWriter::create(&path, &TraceHeader::new("test", "test", TimeUnit::Events)).unwrap();
+    for (t, events) in threads.into_iter().enumerate() {
+        let mut tw = w.thread(t as u32).unwrap();
+        tw.extend(events).unwrap();
+        tw.finish().unwrap();
+    }
+    w.finish().unwrap();
+    let f = TraceFile::open(&path).unwrap();
+    (dir, f)
+}
+
+/// Each thread updating its own 8-byte counter at `base + 8·t`, `REPS` times.
+fn counters(base: u64, t: u64) -> Vec<Event> {
+    let at = base + 8 * t;
+    (0..REPS)
+        .flat_map(|_| {
+            [
+                access(AccessKind::Load, at, 8, 0x40_1000 + t),
+                access(AccessKind::Store, at, 8, 0x40_1010 + t),
+            ]
+        })
+        .collect()
+}
+
+fn audit_of(trace: &TraceFile) -> AuditReport {
+    let config = AuditConfig {
+        min_events: 100,
+        min_time_share: 0.0,
+        min_line_fraction: 0.0,
+        simulate: false,
+        ..AuditConfig::default()
+    };
+    let machine = AuditMachine {
+        line_size: 64,
+        penalty_cycles: 100.0,
+        ipc: 1.0,
+    };
+    audit(trace, machine, None, &config).unwrap()
+}
+
+/// (kind, object kind) of every finding.
+fn kinds(report: &AuditReport) -> Vec<(FindingKind, &'static str)> {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.object.kind))
+        .collect()
+}
+
+#[test]
+fn a_heap_block_freed_before_the_segment_ends_keeps_its_name() {
+    let base = 0x10_0000;
+    let mut main = vec![Event::Alloc {
+        addr: base,
+        size: 64,
+        site: CodePos::new(0x40_0100),
+        align: None,
+    }];
+    main.extend(counters(base, 0));
+    // Freed after the work, with no barrier in between: the segment is the whole run.
+    main.push(Event::Free { addr: base });
+    let (_dir, t) = trace(vec![main, counters(base, 1)]);
+    let report = audit_of(&t);
+    assert_eq!(
+        kinds(&report),
+        [(FindingKind::FalseSharing, "heap")],
+        "{:#?}",
+        report.findings
+    );
+}
+
+#[test]
+fn memory_of_no_known_object_gets_one_finding_and_no_latent_echo() {
+    // False sharing as recorded: shifted layouts must not report the same memory again,
+    // also where a shifted line starts in the line before (thread 0 also writes the last
+    // word of that line, which alone shares nothing).
+    let base = 0x7fff_0000_1040;
+    let mut first = counters(base, 0);
+    first.extend((0..REPS).map(|_| access(AccessKind::Store, base - 8, 8, 0x40_1020)));
+    let (_dir, t) = trace(vec![first, counters(base, 1)]);
+    let report = audit_of(&t);
+    assert_eq!(
+        kinds(&report),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{:#?}",
+        report.findings
+    );
+
+    // Clean as recorded (the counters 32 bytes apart, on both sides of a line boundary at
+    // +32), sharing a line under every shift but 32 and under 128-byte lines: one latent
+    // finding, not one per layout.
+    let at = |t: u64| 0x7fff_0000_1020 + 32 * t;
+    let (_dir, t) = trace(vec![counters(at(0), 0), counters(at(1) - 8, 1)]);
+    let report = audit_of(&t);
+    assert_eq!(
+        kinds(&report),
+        [(FindingKind::LatentFalseSharing, "unknown")],
+        "{:#?}",
+        report.findings
+    );
+}
+
+#[test]
+fn the_same_bytes_accessed_with_different_widths_are_true_sharing() {
+    // Thread 0 writes a 16-byte element with one vector store; thread 1 reads its two 8-byte
+    // halves. Different (offset, size), the same bytes.
+    let base = 0x20_0000;
+    let writer: Vec<Event> = (0..REPS)
+        .map(|_| access(AccessKind::Store, base, 16, 0x40_2000))
+        .collect();
+    let reader: Vec<Event> = (0..REPS)
+        .flat_map(|_| {
+            [
+                access(AccessKind::Load, base, 8, 0x40_2010),
+                access(AccessKind::Load, base + 8, 8, 0x40_2020),
+            ]
+        })
+        .collect();
+    let (_dir, t) = trace(vec![writer, reader]);
+    let report = audit_of(&t);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert_eq!(report.true_sharing.len(), 1, "{:#?}", report.true_sharing);
+}
