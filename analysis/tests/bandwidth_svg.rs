@@ -272,8 +272,15 @@ fn run_without_windows_writes_only_the_bars() {
     let a = analysis(&[]);
     assert!(a.series.iter().all(|s| s.demand.volume == 0));
     let tmp = tempfile::tempdir().expect("tempdir");
+    // An earlier run's curve of a path this run has no data for, and a file of the user's.
+    let stale = tmp.path().join("curve-L2-mem-write.svg");
+    std::fs::write(&stale, "<svg/>").expect("write");
+    let notes = tmp.path().join("curve-notes.txt");
+    std::fs::write(&notes, "mine").expect("write");
     let files = svg::write_all(&a, tmp.path()).expect("plots written");
     assert_eq!(files, vec![tmp.path().join("dominance.svg")]);
+    assert!(!stale.exists(), "an earlier run's plot is left behind");
+    assert!(notes.exists(), "a file the plots are not was removed");
     let bars = read(tmp.path(), "dominance.svg");
     assert_contains(
         &bars,

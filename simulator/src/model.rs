@@ -278,7 +278,9 @@ impl MachineModel {
             source_name: source_name.to_string(),
             field: e
                 .span()
-                .map(|s| format!("line {}", text[..s.start].lines().count().max(1)))
+                // Lines end with '\n': a key at the start of a line has only the lines before
+                // it in `text[..start]`.
+                .map(|s| format!("line {}", text[..s.start].matches('\n').count() + 1))
                 .unwrap_or_else(|| "(toml)".into()),
             reason: e.message().to_string(),
         })?;
@@ -689,6 +691,15 @@ mod tests {
         .unwrap_err();
         assert!(e.reason.contains("mru"), "{e}");
         assert!(e.field.starts_with("line "), "{e}");
+        // The line of an unknown key that starts a line, and of one on the first line.
+        let line_of = |key: &str| base.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+        let e = MachineModel::from_toml(&base.replace("cores = 4", "coress = 4"), "t").unwrap_err();
+        assert_eq!(e.field, format!("line {}", line_of("cores = 4")), "{e}");
+        let e = MachineModel::from_toml(&format!("colour = 1\n{base}"), "t").unwrap_err();
+        assert_eq!(e.field, "line 1", "{e}");
+        let e = MachineModel::from_toml(&base.replacen("assoc = 8", "associativity = 8", 1), "t")
+            .unwrap_err();
+        assert_eq!(e.field, format!("line {}", line_of("assoc = 8")), "{e}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ const DOMINANCE_FILE: &str = "dominance.svg";
 
 /// Writes every plot into `dir` (created if missing) with `std::fs::write` and returns the
 /// files written: one bandwidth-curve file per series with a nonzero volume, then
-/// `DOMINANCE_FILE`.
+/// `DOMINANCE_FILE`. Curve files of an earlier run that this one does not write are removed.
 pub fn write_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<PathBuf>, SvgError> {
     write_all_with(a, dir, |path, svg| {
         fs::write(path, svg).map_err(|e| e.to_string())
@@ -78,7 +78,31 @@ pub fn write_all_with(
     })?;
     write_file(&mut write, &path, &svg)?;
     files.push(path);
+    remove_stale_curves(dir, &files)?;
     Ok(files)
+}
+
+/// Removes the curve files in `dir` that an earlier run wrote and this one did not (a trace
+/// or model with other data paths): left there, they would read as this run's plots, since a
+/// plot names its path, not its trace. Other files are left alone.
+fn remove_stale_curves(dir: &Path, written: &[PathBuf]) -> Result<(), SvgError> {
+    let listing = fs::read_dir(dir).map_err(|e| SvgError {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let path = entry.path();
+        let ours = name.starts_with("curve-") && name.ends_with(".svg");
+        if ours && path.is_file() && !written.contains(&path) {
+            fs::remove_file(&path).map_err(|e| SvgError {
+                reason: format!("a plot of an earlier run, which cannot be removed: {e}"),
+                path,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `curve-<path>-<direction>.svg`, with characters that are unsafe in file names (a level
