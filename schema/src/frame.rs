@@ -124,6 +124,19 @@ impl<R: Read> FrameReader<R> {
             )
             .at_offset(8));
         }
+        // No version defines a flag: a set bit is a damaged header or a feature of a newer
+        // writer that this build would misread.
+        let flags = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+        if flags != 0 {
+            return Err(TraceError::new(
+                ErrorKind::UnsupportedVersion,
+                format!(
+                    "file header flags are {flags:#010x}; format version {version} defines none \
+                     (a damaged header, or a newer writer's feature)"
+                ),
+            )
+            .at_offset(12));
+        }
         Ok(FrameReader {
             inner,
             offset: FILE_HEADER_BYTES,
