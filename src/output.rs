@@ -92,6 +92,15 @@ impl Pending {
             write(path)?;
             return Ok(None);
         }
+        // Renaming over a file needs only the directory's permission: a file the user made
+        // read-only (a protected baseline or report) would be replaced where `>` or `cp`
+        // would refuse.
+        if std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly()) {
+            bail!(
+                "writing {}: the file is read-only; make it writable or remove it to replace it",
+                path.display()
+            );
+        }
         let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let dir = parent_dir(&target);
         if !dir.is_dir() {

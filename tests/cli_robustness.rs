@@ -90,6 +90,16 @@ fn outputs_are_replaced_whole_or_not_at_all() {
         .status
         .success());
 
+    // A read-only report is not replaced (renaming over it would need only the directory's
+    // permission).
+    let protected = dir.path().join("protected.json");
+    std::fs::write(&protected, "kept").unwrap();
+    std::fs::set_permissions(&protected, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = cachescope(&["simulate", ts, "--json", protected.to_str().unwrap()]);
+    assert_exit_2(&o, "read-only");
+    assert_eq!(std::fs::read_to_string(&protected).unwrap(), "kept");
+    std::fs::remove_file(&protected).unwrap();
+
     // `--json` given without a file name takes the trace argument as its file: a trace is
     // never replaced by a report.
     let o = cachescope(&["simulate", "--json", ts, ts]);
