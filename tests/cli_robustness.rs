@@ -450,6 +450,25 @@ fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
         &cachescope(&["calibrate", "--false-sharing", "--ops", "0"]),
         "--ops",
     );
+    // A repository root that is not a directory would make every SARIF location absolute.
+    let sarif = dir.path().join("out.sarif");
+    let ts = t.to_str().unwrap();
+    for (root, says) in [
+        (dir.path().join("missing"), "no such directory"),
+        (file.clone(), "not a directory"),
+    ] {
+        let args = [
+            "audit",
+            ts,
+            "--sarif",
+            sarif.to_str().unwrap(),
+            "--repo-root",
+        ];
+        let mut args: Vec<&str> = args.to_vec();
+        args.push(root.to_str().unwrap());
+        assert_exit_2(&cachescope(&args), says);
+        assert!(!sarif.exists());
+    }
 }
 
 #[test]

@@ -64,6 +64,15 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     };
     let repo_root = match &args.repo_root {
         // `.` and `..` are resolved later, lexically, as in the sources' paths.
+        Some(r) if !r.is_dir() => bail!(
+            "--repo-root {}: {}",
+            r.display(),
+            if r.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            }
+        ),
         Some(r) => std::path::absolute(r).context("--repo-root")?,
         None => std::env::current_dir().context("current directory")?,
     };

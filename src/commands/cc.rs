@@ -55,7 +55,15 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let status = Command::new(&compiler.program)
             .args(&step.args)
             .status()
-            .with_context(|| format!("running {}", compiler.program))?;
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    "; install it (the scripts install gcc and clang-14: `apt-get install \
+                     clang-14 libomp-14-dev`) or name another with --compiler"
+                } else {
+                    ""
+                };
+                anyhow::anyhow!("running {}: {e}{hint}", compiler.program)
+            })?;
         if !status.success() {
             let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
             return Ok(ExitCode::from(code));

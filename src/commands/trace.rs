@@ -245,7 +245,8 @@ fn render_verify(path: &Path, r: &VerifyReport) -> String {
         let _ = writeln!(o, "  damage              {d}");
         let _ = writeln!(
             o,
-            "  (read the recoverable part with --allow-incomplete on info, dump, simulate)"
+            "  (read the recoverable part with --allow-incomplete on info, dump, simulate, \
+             bandwidth)"
         );
     }
     if let Some(p) = &r.sync_problem {

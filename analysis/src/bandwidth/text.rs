@@ -11,7 +11,12 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
     let _ = writeln!(
         o,
         "Bandwidth analysis on {}: window W = {} {}, peak {:.2} GHz x {} per cycle",
-        a.machine, a.window, a.time_unit, a.ghz, a.ipc
+        a.machine,
+        a.window,
+        a.time_unit,
+        a.ghz,
+        // A calibrated model's IPC has every digit of a measurement.
+        (a.ipc * 100.0).round() / 100.0
     );
     let _ = writeln!(
         o,
