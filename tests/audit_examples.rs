@@ -235,6 +235,26 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
             .as_str()
             .unwrap();
         assert_eq!(uri, format!("examples/{file}"));
+        // A heap block's allocation is a related location too (in JSON: `allocated_at`).
+        let allocation = results[0]["relatedLocations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|l| l["id"] == 2);
+        if *name == "spmv_dynamic" {
+            let at = line_of(file, "double *y = aligned_alloc(");
+            let l = allocation.unwrap_or_else(|| panic!("{name}: {:#}", results[0]));
+            let pl = &l["physicalLocation"];
+            assert_eq!(pl["artifactLocation"]["uri"], format!("examples/{file}"));
+            assert_eq!(pl["region"]["startLine"].as_u64(), Some(at));
+            assert!(l["message"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("allocated here"));
+            assert_eq!(f["allocated_at"]["line"].as_u64(), Some(at), "{name}");
+        } else {
+            assert!(allocation.is_none(), "{name}: {:#}", results[0]);
+        }
     }
 
     // Not flagged: no false-sharing finding, exit 0. SpMV with chunk 16: `y` is line-aligned,

@@ -138,6 +138,17 @@ pub struct Site {
     pub line: Option<u32>,
 }
 
+/// A line of source: where a heap block was allocated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceLine {
+    /// The function, if known.
+    pub function: Option<String>,
+    /// Source file, as DWARF gives it.
+    pub file: String,
+    /// Line (1-based).
+    pub line: u32,
+}
+
 /// A named data object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct ObjectName {
@@ -191,6 +202,8 @@ pub struct Finding {
     pub writer: Option<Site>,
     /// The most frequent site of another thread on the same lines (the victim).
     pub victim: Option<Site>,
+    /// A heap block's allocation: the program's line its name gives.
+    pub allocated_at: Option<SourceLine>,
     /// Estimated cost: events × τ, in cycles.
     pub cost_cycles: f64,
     /// Largest share of one thread's time that cost represents (0..1; 0 when unknown): the
@@ -731,6 +744,16 @@ fn finding(
         start_in_line,
     );
     let heap = blocks.first().and_then(|b| b.heap.as_ref());
+    let allocated_at = heap
+        .filter(|_| object.kind == "heap")
+        .and_then(|h| symbols.allocation_frames(h).0)
+        .and_then(|f| {
+            Some(SourceLine {
+                function: f.function,
+                file: f.file?,
+                line: f.line.filter(|&l| l > 0)?,
+            })
+        });
     let fingerprint = fingerprint(
         kind,
         object,
@@ -755,6 +778,7 @@ fn finding(
         threads,
         writer,
         victim,
+        allocated_at,
         cost_cycles: 0.0,
         time_share: 0.0,
         events_per_kilo_unit: 0.0,

@@ -53,8 +53,19 @@ pub struct SarifLog {
 /// for a source outside the root (a result without any location makes GitHub reject the
 /// whole upload, so the location is kept and the file reported in `outside`).
 fn location(site: &Site, root: &Path, outside: &mut BTreeSet<String>) -> Option<Value> {
-    let file = site.file.as_deref()?;
-    let line = site.line.filter(|&l| l > 0)?;
+    source_location(site.file.as_deref()?, site.line?, root, outside)
+}
+
+/// The location of line `line` of `file` (see [`location`]).
+fn source_location(
+    file: &str,
+    line: u32,
+    root: &Path,
+    outside: &mut BTreeSet<String>,
+) -> Option<Value> {
+    if line == 0 {
+        return None;
+    }
     let artifact = match relative_path(file, root) {
         Some(uri) => json!({ "uri": uri, "uriBaseId": "%SRCROOT%" }),
         None => {
@@ -116,6 +127,15 @@ fn result(f: &Finding, root: &Path, outside: &mut BTreeSet<String>) -> Value {
             } else {
                 related.push(loc);
             }
+        }
+    }
+    if let Some(a) = &f.allocated_at {
+        if let Some(mut loc) = source_location(&a.file, a.line, root, outside) {
+            loc["id"] = json!(2);
+            loc["message"] = json!({
+                "text": format!("'{}' is allocated here", f.object.name)
+            });
+            related.push(loc);
         }
     }
     let mut r = json!({
