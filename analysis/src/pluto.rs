@@ -23,7 +23,11 @@
 //!
 //! **Segments.** Each thread's stream is cut at its barrier events (every `BarrierLeave` starts a
 //! new segment for that thread); the k-th segments of all threads are estimated together, which
-//! lines up the members of an OpenMP team or of a pthread barrier. Between consecutive segments
+//! lines up the members of an OpenMP team or of a pthread barrier. Thread creation and joining
+//! order the main thread (the trace's first) against the others too: its set-up up to its
+//! first `ThreadCreate` is a segment of its own (no other thread exists yet; the others'
+//! segments count from the next one), and so is what it does after joining every other thread
+//! (`ThreadJoin`, when it created and joined all of them), read after their streams. Between consecutive segments
 //! at most one transfer per block can happen (Eq. 4–5): the estimate adds, to both φ̃ and θ̃, the
 //! blocks accessed in both segments by at least two threads with a store among them. (Eq. 4–5
 //! count every block in both segments; blocks one thread uses alone cannot move between cores,
@@ -461,23 +465,54 @@ fn estimate_buffered(
     // Per thread: region nesting depth and units spent inside regions.
     let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
     let mut buffer: Vec<(ThreadId, Access)> = Vec::new();
+    let mut main = MainThread::default();
+    let others = ids.len().saturating_sub(1);
+    let mut first_round = true;
     loop {
         let mut any = false;
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
-        let was_done: Vec<bool> = streams.iter().map(|s| s.2).collect();
+        // Events each thread's stream gave in this round, for the second pass.
+        let mut consumed = vec![0u64; streams.len()];
         buffer.clear();
         let mut overflow = false;
-        for (tid, events, done) in streams.iter_mut() {
-            if *done {
+        if main.waiting && streams.iter().skip(1).all(|s| s.2) {
+            main.waiting = false;
+        }
+        // The main thread's set-up, up to its first thread creation, is a round of its own.
+        let mut alone = false;
+        for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
+            if *done || (i == 0 && main.waiting) || (i > 0 && alone) {
                 continue;
             }
             loop {
-                match events.next() {
+                let next = events.next();
+                if next.is_some() {
+                    consumed[i] += 1;
+                }
+                match next {
                     None => {
                         *done = true;
                         break;
                     }
                     Some(Err(e)) => return Err(e),
+                    Some(Ok(Event::ThreadCreate { .. })) if i == 0 => {
+                        main.created += 1;
+                        if first_round && main.created == 1 && others > 0 {
+                            any = true;
+                            alone = true;
+                            break;
+                        }
+                    }
+                    Some(Ok(Event::ThreadJoin { .. })) if i == 0 => {
+                        main.joined += 1;
+                        // Every other thread was created and joined by the main thread: what
+                        // follows runs alone, after all of them.
+                        if others > 0 && main.created == others && main.joined == others {
+                            any = true;
+                            main.waiting = true;
+                            break;
+                        }
+                    }
                     Some(Ok(Event::Access(a))) => {
                         any = true;
                         for est in &mut estimators {
@@ -529,10 +564,9 @@ fn estimate_buffered(
                 }
             }
         } else if second_pass {
-            for (((tid, events, _), &mark), &done) in streams.iter_mut().zip(&marks).zip(&was_done)
-            {
-                if !done {
-                    reread_segment(*tid, events, mark, &mut estimators)?;
+            for (((tid, events, _), &mark), &n) in streams.iter_mut().zip(&marks).zip(&consumed) {
+                if n > 0 {
+                    reread_segment(*tid, events, mark, n, &mut estimators)?;
                 }
             }
         }
@@ -540,7 +574,8 @@ fn estimate_buffered(
             est.end_segment(heap);
         }
         heap.end_segment();
-        if !any || streams.iter().all(|s| s.2) {
+        first_round = false;
+        if streams.iter().all(|s| s.2) || (!any && !main.waiting) {
             break;
         }
     }
@@ -556,28 +591,38 @@ fn estimate_buffered(
         .collect())
 }
 
-/// The second pass over a segment too long to buffer: one thread's accesses from `mark` to
-/// the end of its segment, read again from the trace (which leaves `events` where the first
-/// pass left it).
+/// The second pass over a segment too long to buffer: one thread's accesses among the
+/// `count` events from `mark` that the first pass read, read again from the trace (which
+/// leaves `events` where the first pass left it).
 fn reread_segment(
     tid: ThreadId,
     events: &mut ThreadEvents,
     mark: CursorMark,
+    count: u64,
     estimators: &mut [Estimator],
 ) -> Result<(), TraceError> {
     events.seek(mark)?;
-    for e in events.by_ref() {
-        match e? {
-            Event::Access(a) => {
-                for est in estimators.iter_mut() {
-                    est.detail(tid, a.kind, a.addr, a.size, a.pc);
-                }
+    for e in events.by_ref().take(count as usize) {
+        if let Event::Access(a) = e? {
+            for est in estimators.iter_mut() {
+                est.detail(tid, a.kind, a.addr, a.size, a.pc);
             }
-            Event::BarrierLeave { .. } => break,
-            _ => {}
         }
     }
     Ok(())
+}
+
+/// The main thread (the trace's first) as it creates and joins the others: its set-up before
+/// the first creation and its work after joining every other thread run alone, and are
+/// segments of their own.
+#[derive(Debug, Default)]
+struct MainThread {
+    /// Threads it created so far.
+    created: usize,
+    /// Threads it joined so far.
+    joined: usize,
+    /// It joined every other thread: its stream waits until theirs are read.
+    waiting: bool,
 }
 
 #[cfg(test)]

@@ -148,3 +148,41 @@ fn the_same_bytes_accessed_with_different_widths_are_true_sharing() {
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert_eq!(report.true_sharing.len(), 1, "{:#?}", report.true_sharing);
 }
+
+#[test]
+fn the_main_threads_set_up_and_tear_down_are_not_concurrent_with_its_threads() {
+    // A pthreads program without barriers: main writes the first word of 32 lines, creates
+    // two threads, which read the second word of those lines and write the first word of
+    // their own lines; main joins them and reads the second word of the threads' lines.
+    // Different bytes of the same lines, but never at the same time.
+    let input = 0x30_0000u64;
+    let out = |t: u64| 0x40_0000 + 64 * t;
+    let mut main: Vec<Event> = (0..32)
+        .map(|l| access(AccessKind::Store, input + 64 * l, 8, 0x40_3000))
+        .collect();
+    main.push(Event::ThreadCreate { child: 1 });
+    main.push(Event::ThreadCreate { child: 2 });
+    main.push(Event::ThreadJoin { child: 1 });
+    main.push(Event::ThreadJoin { child: 2 });
+    main.extend(
+        (1..3).flat_map(|t| {
+            (0..REPS).map(move |_| access(AccessKind::Load, out(t) + 8, 8, 0x40_3010))
+        }),
+    );
+    let worker = |t: u64| -> Vec<Event> {
+        let mut e = vec![Event::ThreadStart];
+        for _ in 0..REPS {
+            for l in 0..32 {
+                e.push(access(AccessKind::Load, input + 64 * l + 8, 8, 0x40_3020));
+            }
+            e.push(access(AccessKind::Store, out(t), 8, 0x40_3030));
+        }
+        e.push(Event::ThreadExit);
+        e
+    };
+    let (_dir, t) = trace(vec![main, worker(1), worker(2)]);
+    let report = audit_of(&t);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    // Set-up, the threads' segment, tear-down.
+    assert_eq!(report.segments, 3);
+}

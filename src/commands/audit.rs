@@ -298,7 +298,7 @@ pub fn render(trace: &Path, r: &AuditReport, baselined: Option<usize>) -> String
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "false-sharing audit of {} ({}-byte lines, tau = {} cycles, {} barrier segment{})",
+        "false-sharing audit of {} ({}-byte lines, tau = {} cycles, {} segment{})",
         trace.display(),
         r.line_size,
         r.penalty_cycles,
