@@ -57,6 +57,25 @@ fn span_end(base: u64, size: u64) -> u64 {
     base.saturating_add(size.max(1))
 }
 
+/// The starts of the blocks of `blocks` (disjoint) that overlap `[addr, end)`: at most one
+/// starts before `addr` and reaches into it, and every one starting inside overlaps.
+fn overlapping(blocks: &BTreeMap<u64, Live>, addr: u64, end: u64) -> Vec<u64> {
+    let mut found: Vec<u64> = blocks.range(addr..end).map(|(&b, _)| b).collect();
+    if let Some((&b, l)) = blocks.range(..addr).next_back() {
+        if span_end(b, l.size) > addr {
+            found.push(b);
+        }
+    }
+    found
+}
+
+/// The block of `blocks` holding `addr`, with the offset of `addr` in it.
+fn containing(blocks: &BTreeMap<u64, Live>, addr: u64) -> Option<HeapBlock> {
+    let (&base, l) = blocks.range(..=addr).next_back()?;
+    let offset = addr - base;
+    (offset < l.size).then(|| l.block(base, offset))
+}
+
 /// Most blocks freed in one segment that [`HeapMap`] keeps for naming (about 150 bytes each);
 /// beyond that, further freed blocks are forgotten at once, as before segments kept any.
 pub const FREED_KEPT: usize = 1 << 18;
@@ -94,8 +113,9 @@ pub struct HeapMap {
     blocks: BTreeMap<u64, Live>,
     /// Blocks freed since the last [`end_segment`](Self::end_segment), disjoint (a later free
     /// replaces the earlier blocks it overlaps), at most [`FREED_KEPT`]: a segment's accesses
-    /// are named when the segment ends, and a block the program freed before that (a `delete`
-    /// after the threads joined, in a program without barriers) must still have its name.
+    /// are named when the segment ends, and a block the program freed before that (a thread's
+    /// block deleted before the barrier, or the join, that ends the segment) must still have
+    /// its name.
     freed: BTreeMap<u64, Live>,
     /// Each thread's last allocation, which its `AllocCaller` events describe.
     last_alloc: BTreeMap<ThreadId, u64>,
@@ -118,16 +138,7 @@ impl HeapMap {
         site: Option<CodePos>,
         align: Option<Alignment>,
     ) {
-        let end = span_end(addr, size);
-        // Blocks are disjoint, so at most one starts before `addr` and reaches into it; every
-        // block starting inside `[addr, end)` overlaps.
-        let mut stale: Vec<u64> = self.blocks.range(addr..end).map(|(&b, _)| b).collect();
-        if let Some((&b, l)) = self.blocks.range(..addr).next_back() {
-            if span_end(b, l.size) > addr {
-                stale.push(b);
-            }
-        }
-        for b in stale {
+        for b in overlapping(&self.blocks, addr, span_end(addr, size)) {
             self.blocks.remove(&b);
             self.replaced += 1;
         }
@@ -169,14 +180,7 @@ impl HeapMap {
     /// it was live.
     pub fn on_free(&mut self, addr: u64) -> Option<HeapBlock> {
         let live = self.blocks.remove(&addr)?;
-        let end = span_end(addr, live.size);
-        let mut older: Vec<u64> = self.freed.range(addr..end).map(|(&b, _)| b).collect();
-        if let Some((&b, l)) = self.freed.range(..addr).next_back() {
-            if span_end(b, l.size) > addr {
-                older.push(b);
-            }
-        }
-        for b in older {
+        for b in overlapping(&self.freed, addr, span_end(addr, live.size)) {
             self.freed.remove(&b);
         }
         if self.freed.len() < FREED_KEPT {
@@ -188,11 +192,7 @@ impl HeapMap {
     /// The block holding `addr` now, else the block that held it when it was freed during
     /// the current segment (see [`end_segment`](Self::end_segment)).
     pub fn lookup_in_segment(&self, addr: u64) -> Option<HeapBlock> {
-        self.lookup(addr).or_else(|| {
-            let (&base, l) = self.freed.range(..=addr).next_back()?;
-            let offset = addr - base;
-            (offset < l.size).then(|| l.block(base, offset))
-        })
+        containing(&self.blocks, addr).or_else(|| containing(&self.freed, addr))
     }
 
     /// Ends a segment: its accesses are named, blocks freed during it are forgotten.
@@ -202,9 +202,7 @@ impl HeapMap {
 
     /// The live block holding `addr`, with the offset of `addr` in it.
     pub fn lookup(&self, addr: u64) -> Option<HeapBlock> {
-        let (&base, l) = self.blocks.range(..=addr).next_back()?;
-        let offset = addr - base;
-        (offset < l.size).then(|| l.block(base, offset))
+        containing(&self.blocks, addr)
     }
 
     /// Number of live blocks.
