@@ -214,16 +214,43 @@ fn phi_pair(u: &ThreadCounts, v: &ThreadCounts) -> u64 {
 /// vectorized loop's 16- or 32-byte stores, another thread's 8-byte loads of the same
 /// elements), which share bytes without sharing (offset, size).
 fn theta_pair(u: &ThreadCounts, v: &ThreadCounts) -> u64 {
-    let mut t = 0;
-    for (&(off, size), &(lu, su)) in &u.by_slot {
-        let end = off.saturating_add(size.max(1));
-        let overlapping = v
+    let t = 2 * (overlapping_exchanges(u, v) + overlapping_exchanges(v, u));
+    // A pair exchanges no more than it can transfer (Eq. 1 without the stores left over):
+    // several narrow slots overlapping one wide one must not count it several times, and a
+    // pair's excess must not cancel a third thread's false sharing in the block's sum.
+    t.min(2 * (u.stores.min(v.loads) + v.stores.min(u.loads)))
+}
+
+/// Σ over `a`'s slots x of min(stores of x, loads of `b` in slots whose bytes overlap x). The
+/// overlapping loads come from two prefix sums over `b`'s slots: y overlaps x iff y starts
+/// before x ends and ends after x starts (O(n log n): a line holds thousands of slots).
+fn overlapping_exchanges(a: &ThreadCounts, b: &ThreadCounts) -> u64 {
+    let span = |&(o, s): &(u32, u32)| (u64::from(o), u64::from(o) + u64::from(s.max(1)));
+    let sorted_sums = |key: fn((u64, u64)) -> u64| {
+        let mut v: Vec<(u64, u64)> = b
             .by_slot
-            .range(..(end, 0))
-            .filter(|(&(o, s), _)| o.saturating_add(s.max(1)) > off);
-        for (_, &(lv, sv)) in overlapping {
-            t += 2 * (su.min(lv) + sv.min(lu));
+            .iter()
+            .map(|(k, &(l, _))| (key(span(k)), l))
+            .collect();
+        v.sort_unstable();
+        let mut sums = Vec::with_capacity(v.len() + 1);
+        sums.push(0u64);
+        for &(_, l) in &v {
+            sums.push(sums[sums.len() - 1].saturating_add(l));
         }
+        (v, sums)
+    };
+    let (starts, start_sums) = sorted_sums(|(o, _)| o);
+    let (ends, end_sums) = sorted_sums(|(_, e)| e);
+    let mut t = 0u64;
+    for (k, &(_, stores)) in &a.by_slot {
+        if stores == 0 {
+            continue;
+        }
+        let (off, end) = span(k);
+        let started = start_sums[starts.partition_point(|&(o, _)| o < end)];
+        let ended = end_sums[ends.partition_point(|&(e, _)| e <= off)];
+        t = t.saturating_add(stores.min(started - ended));
     }
     t
 }

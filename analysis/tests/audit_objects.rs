@@ -186,3 +186,29 @@ fn the_main_threads_set_up_and_tear_down_are_not_concurrent_with_its_threads() {
     // Set-up, the threads' segment, tear-down.
     assert_eq!(report.segments, 3);
 }
+
+#[test]
+fn exchanges_between_two_threads_do_not_hide_a_third_threads_false_sharing() {
+    // Thread 0 stores 32 bytes at x, thread 1 loads them as eight 4-byte pieces (true
+    // sharing), thread 2 stores 8 bytes at x + 32 (false sharing with both).
+    let x = 0x50_0000;
+    let t0: Vec<Event> = (0..REPS)
+        .map(|_| access(AccessKind::Store, x, 32, 0x40_4000))
+        .collect();
+    let t1: Vec<Event> = (0..REPS)
+        .flat_map(|_| (0..8).map(|i| access(AccessKind::Load, x + 4 * i, 4, 0x40_4010)))
+        .collect();
+    let t2: Vec<Event> = (0..REPS)
+        .map(|_| access(AccessKind::Store, x + 32, 8, 0x40_4020))
+        .collect();
+    let (_dir, t) = trace(vec![t0, t1, t2]);
+    let report = audit_of(&t);
+    let fs: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::FalseSharing)
+        .collect();
+    assert_eq!(fs.len(), 1, "{:#?}", report.findings);
+    // Thread 2 against threads 0 and 1: about 4 · REPS events.
+    assert!(fs[0].events >= 3 * REPS, "{:#?}", fs[0]);
+}
