@@ -394,6 +394,16 @@ fn calibrate_needs_something_to_do_and_a_loadable_base() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("/nonexistent/model.toml"), "{}", text(&o));
     assert!(!out.exists(), "no model written on errors");
+    // A read-only model is refused before minutes of measuring, not after them.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(&out, "# mine\n").unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = cachescope(&["calibrate", "--false-sharing", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("read-only"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "# mine\n");
+    // Nothing was measured: no result on stdout.
+    assert!(o.stdout.is_empty(), "{}", text(&o));
 }
 
 #[test]

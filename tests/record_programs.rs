@@ -176,6 +176,31 @@ fn record_keeps_the_exit_code_and_the_output() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not built with `cachescope cc`"));
     assert!(!dir.path().join("p.cstrace").exists());
+    // A read-only trace is not replaced, and the program is not run for nothing (renaming
+    // over the file would need only the directory's permission); nor is a directory.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = std::fs::read(&trace).unwrap();
+    for out in [trace.clone(), dir.path().to_path_buf()] {
+        let o = Command::new(support::cachescope())
+            .args(["record", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&prog)
+            .args(["10", "7"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let says = if out == trace {
+            "read-only"
+        } else {
+            "directory"
+        };
+        assert!(err.contains(says), "{err}");
+        assert!(o.stdout.is_empty(), "the program ran");
+    }
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
 }
 
 #[test]
@@ -1046,4 +1071,108 @@ fn cxx_operator_new_works_in_dlopened_plugins_and_library_constructors() {
         line_of(&src, "NEW_MAIN")
     );
     assert!(name.starts_with(&at), "{name} ({at}…)");
+}
+
+/// `cachescope audit --json - --sarif FILE` of `trace`: exit code, JSON report, SARIF log.
+fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
+    let sarif = trace.with_extension("sarif");
+    let o = Command::new(support::cachescope())
+        .arg("audit")
+        .arg(trace)
+        .args(["--json", "-", "--sarif"])
+        .arg(&sarif)
+        .arg("--repo-root")
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || code == 1,
+        "exit {code}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let sarif = std::fs::read_to_string(&sarif).unwrap();
+    (
+        code,
+        serde_json::from_slice(&o.stdout).unwrap(),
+        serde_json::from_str(&sarif).unwrap(),
+    )
+}
+
+#[test]
+fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("stack_shared.c");
+    let omp = line_of(&src, "OMP_LOCAL");
+    let pthreads = line_of(&src, "PTHREAD_LOCAL");
+    for compiler in compilers() {
+        // Unoptimized, the arrays are in the frames of the functions that declare them;
+        // optimized, those functions are inlined into `main` and other inlined functions'
+        // locals share the same stack bytes: only the one live at the call is the object.
+        for opt in ["-O0", "-O2"] {
+            let name = format!("stack_shared-{compiler}{opt}");
+            let prog = build(
+                dir.path(),
+                &name,
+                compiler,
+                &src,
+                &[opt, "-g", "-fopenmp", "-pthread"],
+            );
+            for (mode, object, line, function) in [
+                ("omp", "partial", omp, "sum_omp"),
+                ("pthreads", "counts", pthreads, "sum_pthreads"),
+            ] {
+                let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
+                let out = record(&trace, &prog, &[mode], 2);
+                assert!(out.starts_with(mode), "{out}");
+                // The frames were recorded where the thread handed its stack to others.
+                let frames: usize = events(&trace)
+                    .iter()
+                    .map(|(_, e)| count(e, EventKind::StackFrame))
+                    .sum();
+                assert!(frames > 0, "{name} {mode}: no stack frames recorded");
+                let (code, json, sarif) = audit_json(&trace);
+                let what = format!("{name} {mode}: {:#}", json["findings"]);
+                assert_eq!(code, 1, "{what}");
+                let findings = json["findings"].as_array().unwrap();
+                let fs: Vec<_> = findings
+                    .iter()
+                    .filter(|f| f["kind"] == "false_sharing")
+                    .collect();
+                assert_eq!(fs.len(), 1, "{what}");
+                let f = fs[0];
+                assert_eq!(f["object"]["kind"], "stack", "{what}");
+                assert_eq!(
+                    f["object"]["name"],
+                    format!("local {object} of {function} (stack_shared.c:{line})"),
+                    "{what}"
+                );
+                assert_eq!(f["declared_at"]["line"].as_u64(), Some(u64::from(line)));
+                assert_eq!(f["offsets"], serde_json::json!([0]), "{what}");
+                // In SARIF, the declaration is the related location with id 2.
+                let result = &sarif["runs"][0]["results"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["ruleId"] == "CS0001")
+                    .cloned()
+                    .unwrap_or_else(|| panic!("{name} {mode}: {sarif:#}"));
+                let declared = result["relatedLocations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|l| l["id"] == 2)
+                    .unwrap_or_else(|| panic!("{name} {mode}: {result:#}"));
+                let region = &declared["physicalLocation"];
+                assert_eq!(
+                    region["artifactLocation"]["uri"], "tests/record/stack_shared.c",
+                    "{result:#}"
+                );
+                assert_eq!(
+                    region["region"]["startLine"].as_u64(),
+                    Some(u64::from(line))
+                );
+            }
+        }
+    }
 }

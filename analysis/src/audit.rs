@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::heap::{HeapBlock, HeapMap};
 use crate::numbers::thousands;
 use crate::pluto::{estimate_trace, BlockEstimate, Layout, PlutoReport, SiteKey};
-use crate::symbols::{DataObject, InlinedCall, Symbolizer};
+use crate::stack::StackMap;
+use crate::symbols::{base_name, DataObject, InlinedCall, StackLocal, StackObject, Symbolizer};
 
 /// Audit settings (`audit.toml`; every field optional).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -152,9 +153,10 @@ pub struct SourceLine {
 /// A named data object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct ObjectName {
-    /// Human name: a global symbol, `heap block from f (file:line)`, or an address.
+    /// Human name: a global symbol, `heap block from f (file:line)`, `local v of f
+    /// (file:line)`, `stack frame of f (file:line)`, or an address.
     pub name: String,
-    /// `global`, `heap` or `unknown`.
+    /// `global`, `heap`, `stack` or `unknown`.
     pub kind: &'static str,
 }
 
@@ -204,6 +206,8 @@ pub struct Finding {
     pub victim: Option<Site>,
     /// A heap block's allocation: the program's line its name gives.
     pub allocated_at: Option<SourceLine>,
+    /// A local variable's declaration (stack objects named from DWARF).
+    pub declared_at: Option<SourceLine>,
     /// Estimated cost: events × τ, in cycles.
     pub cost_cycles: f64,
     /// Largest share of one thread's time that cost represents (0..1; 0 when unknown): the
@@ -312,7 +316,8 @@ pub fn audit(
         }
     }
     let mut heap = HeapMap::new();
-    let reports = estimate_trace(trace, &layouts, &mut heap)?;
+    let mut stacks = StackMap::new();
+    let reports = estimate_trace(trace, &layouts, &mut heap, &mut stacks)?;
     let mut symbols = Symbolizer::new(trace.modules());
     // A thread's time: inside parallel regions when it has any (serial set-up and tear-down
     // would dilute the cost of false sharing in the parallel phases), else the whole run.
@@ -594,8 +599,9 @@ fn group(
     out
 }
 
-/// The data object of block `b`: a heap block, a global, or else memory known only by its
-/// address, named by the recorded `line`-byte line of its lowest accessed address — the same
+/// The data object of block `b`: a heap block, a global, a local variable or frame of a
+/// recorded stack frame, or else memory known only by its address, named by the recorded
+/// `line`-byte line of its lowest accessed address — the same
 /// name under every predicted layout (a 128-byte or shifted block starts elsewhere), so a
 /// prediction about memory that already has a finding under the recorded layout is not
 /// reported again as latent, and one object gets one latent finding.
@@ -610,6 +616,14 @@ fn object_name(b: &BlockEstimate, line: u64, symbols: &mut Symbolizer) -> Object
         Some(DataObject::Global { name, .. }) => ObjectName {
             name: name.to_string(),
             kind: "global",
+        },
+        _ if b.stack.is_some() => ObjectName {
+            name: b
+                .stack
+                .as_ref()
+                .map(|s| symbols.stack_object(s).name())
+                .unwrap_or_default(),
+            kind: "stack",
         },
         _ => ObjectName {
             name: format!(
@@ -641,9 +655,21 @@ fn shift_breaks_alignment(layout: Layout, b: &BlockEstimate, symbols: &mut Symbo
             let fundamental = (h.size >= FUNDAMENTAL_ALIGNMENT).then_some(FUNDAMENTAL_ALIGNMENT);
             h.align.map(Alignment::bytes).max(fundamental)
         }
-        None => symbols.declared_alignment(b.sample_addr),
+        None => match stack_local(b, symbols) {
+            Some(local) => local.align,
+            None => symbols.declared_alignment(b.sample_addr),
+        },
     };
     align.is_some_and(|a| layout.shift % a != 0)
+}
+
+/// The local variable holding block `b`, when it is in a recorded stack frame and DWARF
+/// places a variable there.
+fn stack_local(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<StackLocal> {
+    if b.heap.is_some() {
+        return None;
+    }
+    symbols.stack_object(b.stack.as_ref()?).local
 }
 
 /// Size in bytes of the object containing the block, when known.
@@ -653,7 +679,7 @@ fn object_size(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<u64> {
     }
     match symbols.data(b.sample_addr) {
         Some(DataObject::Global { size, .. }) => Some(size),
-        _ => None,
+        _ => stack_local(b, symbols).and_then(|l| l.size),
     }
 }
 
@@ -664,7 +690,7 @@ fn object_base(b: &BlockEstimate, symbols: &mut Symbolizer) -> Option<u64> {
     }
     match symbols.data(b.sample_addr) {
         Some(DataObject::Global { offset, .. }) => Some(b.sample_addr - offset),
-        _ => None,
+        _ => stack_local(b, symbols).map(|l| l.base),
     }
 }
 
@@ -754,10 +780,24 @@ fn finding(
                 line: f.line.filter(|&l| l > 0)?,
             })
         });
+    let stack = blocks
+        .first()
+        .filter(|_| object.kind == "stack")
+        .and_then(|b| b.stack.as_ref())
+        .map(|s| symbols.stack_object(s));
+    let declared_at = stack.as_ref().and_then(|s| {
+        let l = s.local.as_ref()?;
+        Some(SourceLine {
+            function: s.function.clone(),
+            file: l.decl_file.clone()?,
+            line: l.decl_line.filter(|&l| l > 0)?,
+        })
+    });
     let fingerprint = fingerprint(
         kind,
         object,
         heap,
+        stack.as_ref(),
         [writer.as_ref(), victim.as_ref()],
         symbols,
     );
@@ -779,6 +819,7 @@ fn finding(
         writer,
         victim,
         allocated_at,
+        declared_at,
         cost_cycles: 0.0,
         time_share: 0.0,
         events_per_kilo_unit: 0.0,
@@ -819,8 +860,15 @@ fn suggestion(
             "{threads} threads access disjoint bytes of the same {line}-byte lines of {}, at \
              least one of them writing: give each thread's part its own line (pad per-thread \
              elements to {line} bytes, e.g. alignas({line})), or hand out larger contiguous \
-             chunks per thread (bigger schedule chunk size)",
-            object.name
+             chunks per thread (bigger schedule chunk size){}",
+            object.name,
+            if object.kind == "stack" {
+                "; or let each thread work on a private variable (declared inside the parallel \
+                 region or the thread function, or an OpenMP reduction) and combine the results \
+                 once at the end"
+            } else {
+                ""
+            }
         ),
         FindingKind::LatentFalseSharing if layout.shift > 0 => {
             // An object aligned to the line size never gets here: its shifts are ruled out
@@ -878,6 +926,7 @@ fn fingerprint(
     kind: FindingKind,
     object: &ObjectName,
     heap: Option<&HeapBlock>,
+    stack: Option<&StackObject>,
     sites: [Option<&Site>; 2],
     symbols: &mut Symbolizer,
 ) -> String {
@@ -926,6 +975,31 @@ fn fingerprint(
             vec![code(loc.function.as_deref(), loc.file.as_deref(), loc.line)]
         }
         ("unknown", _, _) => vec![["unknown".to_owned(), String::new(), String::new()]],
+        // A local by its function, file and name; a frame by its function, the function
+        // that made the recorded call and the file; never line numbers.
+        ("stack", _, _) => {
+            let part = |f: Option<&str>| f.unwrap_or("").to_owned();
+            vec![match stack {
+                Some(StackObject {
+                    local: Some(l),
+                    function,
+                    ..
+                }) => [
+                    format!(
+                        "stack {}",
+                        part(l.function.as_deref().or(function.as_deref()))
+                    ),
+                    part(l.decl_file.as_deref().map(base_name)),
+                    format!("local {}", l.name),
+                ],
+                Some(s) => [
+                    format!("stack {}", part(s.function.as_deref())),
+                    part(s.file.as_deref().map(base_name)),
+                    format!("frame {}", part(s.caller.as_deref())),
+                ],
+                None => ["stack".to_owned(), String::new(), String::new()],
+            }]
+        }
         _ => vec![[object.name.clone(), String::new(), String::new()]],
     };
     let site_parts: Vec<[String; 3]> = sites

@@ -8,6 +8,7 @@
 //! - [`bandwidth`]: bandwidth curves in GB/s, limit costs (V_L, T_L), dominance breakdowns
 //!   per thread and in total, the runtime estimate, source attribution and SVG plots.
 //! - [`heap`]: live heap blocks rebuilt from `Alloc`/`Free` events, for naming heap data.
+//! - [`stack`]: threads' stack frames rebuilt from `StackFrame` events, for naming stack data.
 //! - [`audit`]: the false-sharing audit: findings per data object with sites, cost, latent
 //!   (predicted-layout) findings and fingerprints.
 //! - [`sarif`]: the audit as SARIF 2.1.0 for CI systems.
@@ -22,4 +23,5 @@ pub mod heap;
 pub mod numbers;
 pub mod pluto;
 pub mod sarif;
+pub mod stack;
 pub mod symbols;

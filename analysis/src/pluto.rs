@@ -51,6 +51,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::heap::{HeapBlock, HeapMap};
+use crate::stack::{StackMap, StackSlot};
 
 /// Which layout of memory into blocks to assume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,8 +121,11 @@ struct BlockCounts {
 /// What the first pass learns of one block in one segment.
 #[derive(Debug, Clone, Copy)]
 struct Touch {
-    /// Lowest address accessed in the block (for naming the data object).
+    /// Lowest address accessed in the block.
     first_addr: u64,
+    /// Lowest address written in the block, `u64::MAX` if none: the data object is named by
+    /// it (several small objects share a line, and false sharing is about the written one).
+    store_addr: u64,
     /// The first thread that accessed it.
     thread: ThreadId,
     /// Whether another thread accessed it too.
@@ -138,7 +142,8 @@ struct Touch {
 pub struct BlockEstimate {
     /// Block start address (in the recorded address space: the shift is undone).
     pub block: u64,
-    /// A representative accessed address inside the block (for naming the data object).
+    /// A representative address inside the block, for naming the data object: the lowest
+    /// written in the segment that first counted it, else the lowest accessed.
     pub sample_addr: u64,
     /// φ̃: worst-case coherence events.
     pub phi: u64,
@@ -154,6 +159,8 @@ pub struct BlockEstimate {
     pub sites: Vec<(SiteKey, u64)>,
     /// The heap block containing `sample_addr` when the block was first estimated, if any.
     pub heap: Option<HeapBlock>,
+    /// Else the recorded stack frame containing it then, if any.
+    pub stack: Option<StackSlot>,
 }
 
 /// Pluto estimates of a trace under one layout.
@@ -311,12 +318,16 @@ impl Estimator {
         self.layout.for_each_block(addr, size, |block, _, _, at| {
             let t = touched.entry(block).or_insert(Touch {
                 first_addr: at,
+                store_addr: u64::MAX,
                 thread,
                 many: false,
                 store: false,
                 detail: false,
             });
             t.first_addr = t.first_addr.min(at);
+            if store {
+                t.store_addr = t.store_addr.min(at);
+            }
             t.many |= t.thread != thread;
             t.store |= store;
         });
@@ -375,8 +386,8 @@ impl Estimator {
 
     /// Ends segment k of every thread (after both passes): estimates it and adds the
     /// transfers from segment k−1. `heap` names heap data as it is live now, or was when it
-    /// was freed during the segment.
-    fn end_segment(&mut self, heap: &HeapMap) {
+    /// was freed during the segment; `stacks` names stack data by the frames recorded last.
+    fn end_segment(&mut self, heap: &HeapMap, stacks: &StackMap) {
         self.segments += 1;
         let mut touched = std::mem::take(&mut self.touched);
         for (&block, t) in &touched {
@@ -394,11 +405,16 @@ impl Estimator {
             if phi + crossing == 0 {
                 continue;
             }
-            let e = self.totals.entry(block).or_insert_with(|| BlockEstimate {
-                block: block.wrapping_sub(self.layout.shift),
-                sample_addr: t.first_addr,
-                heap: heap.lookup_in_segment(t.first_addr),
-                ..BlockEstimate::default()
+            let e = self.totals.entry(block).or_insert_with(|| {
+                let sample = if t.store { t.store_addr } else { t.first_addr };
+                let heap = heap.lookup_in_segment(sample);
+                BlockEstimate {
+                    block: block.wrapping_sub(self.layout.shift),
+                    sample_addr: sample,
+                    stack: heap.is_none().then(|| stacks.lookup(sample)).flatten(),
+                    heap,
+                    ..BlockEstimate::default()
+                }
             });
             e.phi += phi + crossing;
             e.theta += theta + crossing;
@@ -433,10 +449,10 @@ impl Estimator {
         self.touched = touched;
     }
 
-    fn finish(mut self, heap: &HeapMap) -> PlutoReport {
+    fn finish(mut self, heap: &HeapMap, stacks: &StackMap) -> PlutoReport {
         if !self.touched.is_empty() {
             self.mark_details();
-            self.end_segment(heap);
+            self.end_segment(heap, stacks);
         }
         let mut blocks: Vec<BlockEstimate> = self
             .totals
@@ -467,13 +483,15 @@ const SEGMENT_BUFFER: usize = 1 << 21;
 ///
 /// The threads are read segment by segment (all threads' k-th segment, then the (k+1)-th), so
 /// memory holds one segment's blocks, not the run's. `heap` follows the trace's allocations
-/// (and is left as it is at the end), so blocks can be named by the heap block they were in.
+/// and `stacks` its threads' stack frames (both are left as they are at the end), so blocks
+/// can be named by the heap block or the stack frame they were in.
 pub fn estimate_trace(
     trace: &TraceFile,
     layouts: &[Layout],
     heap: &mut HeapMap,
+    stacks: &mut StackMap,
 ) -> Result<Vec<PlutoReport>, TraceError> {
-    estimate_buffered(trace, layouts, heap, SEGMENT_BUFFER)
+    estimate_buffered(trace, layouts, heap, stacks, SEGMENT_BUFFER)
 }
 
 /// [`estimate_trace`], buffering up to `limit` accesses of a segment for the second pass.
@@ -481,6 +499,7 @@ fn estimate_buffered(
     trace: &TraceFile,
     layouts: &[Layout],
     heap: &mut HeapMap,
+    stacks: &mut StackMap,
     limit: usize,
 ) -> Result<Vec<PlutoReport>, TraceError> {
     let mut estimators: Vec<Estimator> = layouts.iter().map(|&l| Estimator::new(l)).collect();
@@ -511,11 +530,14 @@ fn estimate_buffered(
             if *done || (i == 0 && main.waiting) || (i > 0 && alone) {
                 continue;
             }
+            // Whether the thread's previous event was a stack frame (its frames come in sets).
+            let mut after_frame = false;
             loop {
                 let next = events.next();
                 if next.is_some() {
                     consumed[i] += 1;
                 }
+                let first_frame = !std::mem::replace(&mut after_frame, false);
                 match next {
                     None => {
                         *done = true;
@@ -573,6 +595,10 @@ fn estimate_buffered(
                         align,
                     })) => heap.on_alloc_in(*tid, addr, size, site, align),
                     Some(Ok(Event::AllocCaller { site })) => heap.on_caller(*tid, site),
+                    Some(Ok(Event::StackFrame { site, sp, cfa })) => {
+                        stacks.on_frame(*tid, site, sp, cfa, first_frame);
+                        after_frame = true;
+                    }
                     Some(Ok(Event::Free { addr })) => {
                         heap.on_free(addr);
                     }
@@ -598,7 +624,7 @@ fn estimate_buffered(
             }
         }
         for est in &mut estimators {
-            est.end_segment(heap);
+            est.end_segment(heap, stacks);
         }
         heap.end_segment();
         first_round = false;
@@ -611,7 +637,7 @@ fn estimate_buffered(
     Ok(estimators
         .into_iter()
         .map(|e| {
-            let mut r = e.finish(heap);
+            let mut r = e.finish(heap, stacks);
             r.region_units = region_units.clone();
             r
         })
@@ -718,14 +744,14 @@ mod tests {
         for &(t, k, a, s) in accesses {
             est.detail(t, k, a, s, None);
         }
-        est.end_segment(&HeapMap::new());
+        est.end_segment(&HeapMap::new(), &StackMap::new());
     }
 
     /// One segment under `layout`.
     fn run(layout: Layout, accesses: &[Acc]) -> PlutoReport {
         let mut est = Estimator::new(layout);
         segment(&mut est, accesses);
-        est.finish(&HeapMap::new())
+        est.finish(&HeapMap::new(), &StackMap::new())
     }
 
     /// `n` rounds of a Modify by thread 0 at `a` and thread 1 at `b`, 4 bytes each.
@@ -794,7 +820,7 @@ mod tests {
         let mut est = Estimator::new(Layout::recorded(64));
         segment(&mut est, &[(0, AccessKind::Store, 0x3000, 8)]);
         segment(&mut est, &[(1, AccessKind::Load, 0x3000, 8)]);
-        let r = est.finish(&HeapMap::new());
+        let r = est.finish(&HeapMap::new(), &StackMap::new());
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
         assert_eq!(r.blocks[0].threads, [1], "this segment's thread");
@@ -826,7 +852,14 @@ mod tests {
                 },
             ];
             let json = |limit| {
-                let r = estimate_buffered(&trace, &layouts, &mut HeapMap::new(), limit).unwrap();
+                let r = estimate_buffered(
+                    &trace,
+                    &layouts,
+                    &mut HeapMap::new(),
+                    &mut StackMap::new(),
+                    limit,
+                )
+                .unwrap();
                 serde_json::to_string(&r).unwrap()
             };
             let buffered = json(SEGMENT_BUFFER);
@@ -858,7 +891,7 @@ mod tests {
                 (2, AccessKind::Load, 0x4008, 8),
             ],
         );
-        let r = est.finish(&HeapMap::new());
+        let r = est.finish(&HeapMap::new(), &StackMap::new());
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
         assert_eq!(r.blocks[0].threads, [1, 2]);

@@ -129,11 +129,14 @@ fn result(f: &Finding, root: &Path, outside: &mut BTreeSet<String>) -> Value {
             }
         }
     }
-    if let Some(a) = &f.allocated_at {
+    let object_line = [(&f.allocated_at, "allocated"), (&f.declared_at, "declared")]
+        .into_iter()
+        .find_map(|(at, what)| Some((at.as_ref()?, what)));
+    if let Some((a, what)) = object_line {
         if let Some(mut loc) = source_location(&a.file, a.line, root, outside) {
             loc["id"] = json!(2);
             loc["message"] = json!({
-                "text": format!("'{}' is allocated here", f.object.name)
+                "text": format!("'{}' is {what} here", f.object.name)
             });
             related.push(loc);
         }

@@ -15,10 +15,14 @@
 //! **Data addresses.** [`Symbolizer::data`] finds global and static objects in the modules'
 //! symbol tables. Heap blocks come from the trace's `Alloc`/`Free` events, which only the
 //! caller sees in order: see [`crate::heap::HeapMap`] and [`Symbolizer::classify`]. Stack
-//! addresses are not identifiable from a trace (thread stacks are not recorded), so they are
-//! [`DataObject::Unknown`], as is thread-local storage (TLS symbols are per-thread offsets).
+//! addresses are known by the frames a trace records where a thread hands its stack to
+//! others (before a parallel region or a thread creation; [`crate::stack::StackMap`]):
+//! [`Symbolizer::stack_object`] names the local variable from DWARF, or the function whose
+//! frame it is. Other stack addresses are [`DataObject::Unknown`], as is thread-local storage
+//! (TLS symbols are per-thread offsets).
 
 mod alignment;
+mod locals;
 mod module;
 mod path;
 mod source;
@@ -32,6 +36,8 @@ use cachescope_schema::{CodePos, ModuleInfo};
 use tracing::{debug, warn};
 
 use crate::heap::{HeapBlock, HeapMap};
+use crate::stack::StackSlot;
+use locals::LocalVar;
 use module::{DebugSearch, LoadedModule};
 pub use path::{file_uri, relative_path};
 use source::SourceLines;
@@ -226,7 +232,7 @@ impl fmt::Display for CodeLocation {
     }
 }
 
-fn base_name(path: &str) -> &str {
+pub(crate) fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -250,6 +256,70 @@ pub enum DataObject {
     /// Neither: stack, thread-local storage, memory from `mmap`, uninstrumented allocators, or
     /// a module that could not be read.
     Unknown,
+}
+
+/// A local variable holding a stack address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackLocal {
+    /// Its name in the source.
+    pub name: String,
+    /// The function that declares it (the frame's, or one inlined into it).
+    pub function: Option<String>,
+    /// Its start address in the recorded frame.
+    pub base: u64,
+    /// Its size in bytes, when DWARF says.
+    pub size: Option<u64>,
+    /// The alignment declared for it or its type, if any.
+    pub align: Option<u64>,
+    /// The source file that declares it.
+    pub decl_file: Option<String>,
+    /// The line that declares it.
+    pub decl_line: Option<u32>,
+}
+
+/// What a stack address in a recorded frame belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackObject {
+    /// The function that owns the frame (the outermost one, when code was inlined into it).
+    pub function: Option<String>,
+    /// The function that made the recorded call (where a region was forked or a thread
+    /// created): the frame's, or one inlined into it.
+    pub caller: Option<String>,
+    /// Source file of the recorded call.
+    pub file: Option<String>,
+    /// Line of the recorded call.
+    pub line: Option<u32>,
+    /// The thread whose stack it is.
+    pub thread: cachescope_schema::ThreadId,
+    /// The local variable holding the address, when DWARF places one there.
+    pub local: Option<StackLocal>,
+}
+
+impl StackObject {
+    /// A name for reports: `local partial of main (file.c:4)` (the declaration), else
+    /// `stack frame of main (file.c:9)` (the recorded call; `stack of f (file.c:9), inlined
+    /// into main` when the call was inlined), else `stack of thread N`.
+    pub fn name(&self) -> String {
+        let place = |file: &Option<String>, line: Option<u32>| match (file, line) {
+            (Some(f), Some(l)) => format!(" ({}:{l})", base_name(f)),
+            (Some(f), None) => format!(" ({})", base_name(f)),
+            _ => String::new(),
+        };
+        if let Some(l) = &self.local {
+            let of = l
+                .function
+                .as_deref()
+                .or(self.function.as_deref())
+                .map_or_else(String::new, |f| format!(" of {f}"));
+            return format!("local {}{of}{}", l.name, place(&l.decl_file, l.decl_line));
+        }
+        let at = place(&self.file, self.line);
+        match (self.function.as_deref(), self.caller.as_deref()) {
+            (Some(f), Some(c)) if f != c => format!("stack of {c}{at}, inlined into {f}"),
+            (Some(f), _) => format!("stack frame of {f}{at}"),
+            (None, _) => format!("stack of thread {}", self.thread),
+        }
+    }
 }
 
 /// State of one module of the trace, for reports.
@@ -291,6 +361,8 @@ pub struct Symbolizer {
     extents: Option<Vec<(u64, u64, usize)>>,
     /// Source files read for [`Self::source_line`].
     sources: SourceLines,
+    /// Fixed-place locals of the function holding each looked-up code position.
+    locals_cache: HashMap<u64, Arc<Vec<LocalVar>>>,
 }
 
 impl Symbolizer {
@@ -326,6 +398,7 @@ impl Symbolizer {
             code_cache: HashMap::new(),
             extents: None,
             sources: SourceLines::default(),
+            locals_cache: HashMap::new(),
         }
     }
 
@@ -503,6 +576,64 @@ impl Symbolizer {
             return DataObject::Heap(block);
         }
         self.data(addr).unwrap_or(DataObject::Unknown)
+    }
+
+    /// What the stack address of `slot` belongs to: the local variable of the frame's
+    /// function that DWARF places there, else just the function.
+    pub fn stack_object(&mut self, slot: &StackSlot) -> StackObject {
+        let loc = self.code_pos(slot.site);
+        let (function, caller, file, line) = match loc.as_deref() {
+            Some(l) => (
+                l.outer_function().map(str::to_owned),
+                l.function.clone(),
+                l.file.clone(),
+                l.line,
+            ),
+            None => (None, None, None, None),
+        };
+        let local = self.frame_locals(slot.site.addr()).iter().find_map(|v| {
+            let base = v.address(slot.sp, slot.cfa);
+            let inside = match v.size {
+                Some(size) => base <= slot.addr && slot.addr < base.saturating_add(size),
+                None => base == slot.addr,
+            };
+            inside.then(|| StackLocal {
+                name: v.name.clone(),
+                function: v.function.clone(),
+                base,
+                size: v.size,
+                align: v.align,
+                decl_file: v.decl_file.clone(),
+                decl_line: v.decl_line,
+            })
+        });
+        StackObject {
+            function,
+            caller,
+            file,
+            line,
+            thread: slot.thread,
+            local,
+        }
+    }
+
+    /// The fixed-place locals of the function holding code position `pc` (cached).
+    fn frame_locals(&mut self, pc: u64) -> Arc<Vec<LocalVar>> {
+        if let Some(hit) = self.locals_cache.get(&pc) {
+            return Arc::clone(hit);
+        }
+        let found = self.lookup_locals(pc).unwrap_or_default();
+        let found = Arc::new(found);
+        self.locals_cache.insert(pc, Arc::clone(&found));
+        found
+    }
+
+    fn lookup_locals(&mut self, pc: u64) -> Option<Vec<LocalVar>> {
+        let i = self.code_module(pc)?;
+        let probe = pc.wrapping_sub(self.entries[i].info.load_bias);
+        let ctx = self.open(i)?.context()?;
+        let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
+        Some(locals::locals_at(unit, probe))
     }
 
     /// The text of line `line` of source file `file` (as a [`CodeLocation`] names it), its

@@ -212,3 +212,44 @@ fn exchanges_between_two_threads_do_not_hide_a_third_threads_false_sharing() {
     // Thread 2 against threads 0 and 1: about 4 · REPS events.
     assert!(fs[0].events >= 3 * REPS, "{:#?}", fs[0]);
 }
+
+/// A stack frame event of the main thread.
+fn frame(site: u64, sp: u64, cfa: u64) -> Event {
+    Event::StackFrame {
+        site: CodePos::new(site).unwrap(),
+        sp,
+        cfa,
+    }
+}
+
+#[test]
+fn memory_in_a_recorded_stack_frame_is_stack_memory_until_the_frames_are_replaced() {
+    let stack = 0x7ffd_0000_1000;
+    // Thread 0's frames, innermost first: the counters are in the second frame.
+    let frames = [
+        frame(0x40_2000, stack - 0x40, stack),
+        frame(0x40_3000, stack, stack + 0x100),
+    ];
+    let mut main: Vec<Event> = frames.to_vec();
+    main.extend(counters(stack + 0x40, 0));
+    let (_dir, t) = trace(vec![main, counters(stack + 0x40, 1)]);
+    let r = audit_of(&t);
+    assert_eq!(kinds(&r), [(FindingKind::FalseSharing, "stack")], "{r:#?}");
+    // No DWARF here: the trace's thread names the stack.
+    assert_eq!(r.findings[0].object.name, "stack of thread 0");
+    assert!(r.findings[0].declared_at.is_none());
+
+    // A later set of frames (after any other event) replaces the earlier one: the counters'
+    // bytes are in none of the new frames, so they are memory known only by its address.
+    let mut main: Vec<Event> = frames.to_vec();
+    main.push(Event::Advance { units: 1, flops: 0 });
+    main.push(frame(0x40_4000, stack + 0x1000, stack + 0x1100));
+    main.extend(counters(stack + 0x40, 0));
+    let (_dir, t) = trace(vec![main, counters(stack + 0x40, 1)]);
+    let r = audit_of(&t);
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{r:#?}"
+    );
+}

@@ -272,15 +272,30 @@ fn run_without_windows_writes_only_the_bars() {
     let a = analysis(&[]);
     assert!(a.series.iter().all(|s| s.demand.volume == 0));
     let tmp = tempfile::tempdir().expect("tempdir");
-    // An earlier run's curve of a path this run has no data for, and a file of the user's.
-    let stale = tmp.path().join("curve-L2-mem-write.svg");
-    std::fs::write(&stale, "<svg/>").expect("write");
+    // An earlier run's curves of paths this run has no data for (one of them made read-only
+    // by the user), and files of the user's, one named like a curve.
+    let earlier = svg::write_all(&two_threads(), tmp.path()).expect("plots");
+    let stale: Vec<_> = earlier
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("curve-"))
+        .cloned()
+        .collect();
+    assert!(stale.len() >= 2, "{earlier:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let kept = &stale[0];
+    std::fs::set_permissions(kept, std::fs::Permissions::from_mode(0o444)).expect("chmod");
     let notes = tmp.path().join("curve-notes.txt");
     std::fs::write(&notes, "mine").expect("write");
+    let own = tmp.path().join("curve-mine.svg");
+    std::fs::write(&own, "<svg/>").expect("write");
     let files = svg::write_all(&a, tmp.path()).expect("plots written");
     assert_eq!(files, vec![tmp.path().join("dominance.svg")]);
-    assert!(!stale.exists(), "an earlier run's plot is left behind");
+    for p in &stale[1..] {
+        assert!(!p.exists(), "an earlier run's plot is left behind: {p:?}");
+    }
+    assert!(kept.exists(), "a read-only plot was removed");
     assert!(notes.exists(), "a file the plots are not was removed");
+    assert!(own.exists(), "the user's own curve-*.svg was removed");
     let bars = read(tmp.path(), "dominance.svg");
     assert_contains(
         &bars,

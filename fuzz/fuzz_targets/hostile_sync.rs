@@ -75,8 +75,14 @@ fn event(kind: u8, x: u8) -> Event {
             align: None,
         },
         // Callers with or without an allocation before them, any number of them.
-        15 => Event::AllocCaller {
+        15 if x & 1 == 0 => Event::AllocCaller {
             site: CodePos::new(0x1000 + u64::from(x)).expect("not 0"),
+        },
+        // Stack frames over the accessed range, also empty and inverted ones.
+        15 => Event::StackFrame {
+            site: CodePos::new(0x2000 + u64::from(x)).expect("not 0"),
+            sp: 0x10000 + u64::from(x & 0x1f) * 64,
+            cfa: 0x10000 + u64::from(x >> 3) * 96,
         },
         _ => Event::Free {
             addr: 0x10000 + u64::from(x & 0x1f) * 64,

@@ -1,6 +1,6 @@
-//! Column encoding of a chunk's events (part of trace format version 3; versions 1 and 2 are
+//! Column encoding of a chunk's events (part of trace format version 4; versions 1 to 3 are
 //! the same without the op codes added later — aligned allocations in 2, allocation callers
-//! in 3 — so their chunks decode unchanged, and an older chunk that uses a later code is
+//! in 3, stack frames in 4 — so their chunks decode unchanged, and an older chunk that uses a later code is
 //! refused, see [`first_op_newer_than`]).
 //!
 //! Each event becomes a *token*: an op byte plus the event's fields, with addresses and code
@@ -13,7 +13,9 @@
 //!   says whether the optional second value (FLOPs of `Advance`, site of `Alloc`) follows in
 //!   `args`. An `Alloc` with a requested alignment of 2^k bytes (k in 0..=31) has code
 //!   `56 + 2·k + flag` instead (codes 56..=119, version 2; the alignment is in the op code, so
-//!   it costs no byte). `AllocCaller` has code 120 (version 3; its site follows in `args`).
+//!   it costs no byte). `AllocCaller` has code 120 (version 3; its site follows in `args`),
+//!   `StackFrame` code 121 (version 4; its site, stack pointer and frame size `cfa − sp`
+//!   follow in `args`).
 //!   Bit 7 starts a *run* (below).
 //! * `addrs`: for each access, the zigzag varint difference to the address of the previous
 //!   access whose code position falls into the same slot of a 256-entry table (slot = hash of
@@ -92,12 +94,16 @@ const ALIGNED_ALLOC_CODE: u8 = 56;
 /// Op code of `AllocCaller` (format version 3).
 const ALLOC_CALLER_CODE: u8 = 120;
 
+/// Op code of `StackFrame` (format version 4).
+const STACK_FRAME_CODE: u8 = 121;
+
 /// The first op code a file of format `version` cannot hold: version 1 ends before the
-/// aligned allocations, version 2 before `AllocCaller`.
+/// aligned allocations, version 2 before `AllocCaller`, version 3 before `StackFrame`.
 fn first_code_after(version: u32) -> u8 {
     match version {
         0 | 1 => ALIGNED_ALLOC_CODE,
         2 => ALLOC_CALLER_CODE,
+        3 => STACK_FRAME_CODE,
         _ => 128,
     }
 }
@@ -115,10 +121,10 @@ pub fn first_op_newer_than(ops: &[u8], version: u32) -> Option<(usize, u8, &'sta
         .map(|&b| b & !RUN_FLAG)
         .enumerate()
         .find(|&(_, code)| code >= first && OPS[code as usize].valid)?;
-    let what = if OPS[code as usize].kind == EventKind::AllocCaller {
-        "an allocation's caller"
-    } else {
-        "an aligned allocation"
+    let what = match OPS[code as usize].kind {
+        EventKind::AllocCaller => "an allocation's caller",
+        EventKind::StackFrame => "a stack frame",
+        _ => "an aligned allocation",
     };
     Some((i, code, what))
 }
@@ -128,6 +134,8 @@ fn op_code(kind: EventKind, aux: u8) -> u8 {
     let k = kind.opcode();
     if kind == EventKind::AllocCaller {
         ALLOC_CALLER_CODE
+    } else if kind == EventKind::StackFrame {
+        STACK_FRAME_CODE
     } else if k < 5 {
         k * 6 + aux
     } else if aux >> 1 != 0 {
@@ -167,6 +175,13 @@ const OPS: [OpInfo; 128] = {
             }
         } else if matches!(kind, EventKind::AllocCaller) {
             t[ALLOC_CALLER_CODE as usize] = OpInfo {
+                kind,
+                aux: 0,
+                size: 0,
+                valid: true,
+            };
+        } else if matches!(kind, EventKind::StackFrame) {
+            t[STACK_FRAME_CODE as usize] = OpInfo {
                 kind,
                 aux: 0,
                 size: 0,
@@ -328,6 +343,15 @@ impl State {
                 // `read_token` refuses site 0.
                 None => Event::ThreadStart,
             },
+            EventKind::StackFrame => match CodePos::new(t.a) {
+                Some(site) => Event::StackFrame {
+                    site,
+                    sp: t.addr,
+                    // Any pair round-trips; readers take a frame with `cfa <= sp` as empty.
+                    cfa: t.addr.wrapping_add(t.b),
+                },
+                None => Event::ThreadStart,
+            },
             // Accesses returned above.
             _ => Event::ThreadStart,
         }
@@ -474,6 +498,12 @@ fn any_token(
         }
         Event::AllocCaller { site } => {
             t.a = site.addr();
+            0
+        }
+        Event::StackFrame { site, sp, cfa } => {
+            t.a = site.addr();
+            t.addr = sp;
+            t.b = cfa.wrapping_sub(sp);
             0
         }
     };
@@ -1130,6 +1160,11 @@ fn put_token(columns: &mut [Vec<u8>; COLUMN_COUNT], pcs: bool, t: &Token, starts
         }
         EventKind::Free => put_varint(addrs, zigzag(t.addr)),
         EventKind::AllocCaller => put_varint(args, t.a),
+        EventKind::StackFrame => {
+            put_varint(args, t.a);
+            put_varint(args, t.addr);
+            put_varint(args, t.b);
+        }
     }
 }
 
@@ -1342,6 +1377,14 @@ fn read_token(
             t.a = read(cur, ARGS)?;
             if t.a == 0 {
                 return Err(Fail::Arg("allocation caller's site 0"));
+            }
+        }
+        EventKind::StackFrame => {
+            t.a = read(cur, ARGS)?;
+            t.addr = read(cur, ARGS)?;
+            t.b = read(cur, ARGS)?;
+            if t.a == 0 {
+                return Err(Fail::Arg("stack frame's site 0"));
             }
         }
         _ => {}
@@ -1813,6 +1856,11 @@ mod tests {
                             },
                             9 => match CodePos::new(x) {
                                 Some(site) if x % 3 == 0 => Event::AllocCaller { site },
+                                Some(site) if x % 3 == 1 => Event::StackFrame {
+                                    site,
+                                    sp: addr,
+                                    cfa: addr + 16 * x,
+                                },
                                 _ => Event::Free { addr },
                             },
                             10 => Event::BarrierEnter {

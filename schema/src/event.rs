@@ -225,7 +225,28 @@ pub enum Event {
         /// The call site in the caller.
         site: CodePos,
     },
+    /// One frame of the thread's stack, recorded where the thread hands memory of its stack
+    /// to other threads (after `ThreadCreate` and `RegionBegin`: a local array that a parallel
+    /// region or a new thread writes): the function returned to at `site` owns the stack
+    /// bytes `[sp, cfa)` — `sp` is its stack pointer at the call, `cfa` its canonical frame
+    /// address (the stack pointer before it was called). A thread's consecutive `StackFrame`
+    /// events describe its stack from the inside out and replace the ones it recorded
+    /// before; a recorder writes them only when they changed. The false-sharing audit names
+    /// stack memory by them (the local variable, or the function whose frame it is in).
+    StackFrame {
+        /// The call site in the function that owns the frame.
+        site: CodePos,
+        /// Lowest address of the frame (the stack pointer at the call).
+        sp: u64,
+        /// One past the frame's highest address (its canonical frame address).
+        cfa: u64,
+    },
 }
+
+/// Most [`Event::StackFrame`] events a recorder writes at once, and that readers keep per
+/// thread: a local variable shared with other threads is usually in the function that starts
+/// them, or a few callers out.
+pub const MAX_STACK_FRAMES: usize = 8;
 
 /// Most [`Event::AllocCaller`] events a recorder writes after one `Alloc`, and that readers
 /// keep: enough to get from a library's or a wrapper's allocation to the program's line, also
@@ -275,11 +296,13 @@ pub enum EventKind {
     Free,
     /// [`Event::AllocCaller`].
     AllocCaller,
+    /// [`Event::StackFrame`].
+    StackFrame,
 }
 
 impl EventKind {
     /// Number of event kinds.
-    pub const COUNT: usize = 19;
+    pub const COUNT: usize = 20;
 
     /// All kinds, in opcode order (the index is the on-disk opcode).
     pub const ALL: [EventKind; Self::COUNT] = [
@@ -302,6 +325,7 @@ impl EventKind {
         EventKind::Alloc,
         EventKind::Free,
         EventKind::AllocCaller,
+        EventKind::StackFrame,
     ];
 
     /// The kind's snake_case name, as used in reports.
@@ -326,6 +350,7 @@ impl EventKind {
             EventKind::Alloc => "alloc",
             EventKind::Free => "free",
             EventKind::AllocCaller => "alloc_caller",
+            EventKind::StackFrame => "stack_frame",
         }
     }
 
@@ -360,6 +385,7 @@ impl Event {
             Event::Alloc { .. } => EventKind::Alloc,
             Event::Free { .. } => EventKind::Free,
             Event::AllocCaller { .. } => EventKind::AllocCaller,
+            Event::StackFrame { .. } => EventKind::StackFrame,
         }
     }
 
@@ -434,6 +460,9 @@ impl fmt::Display for Event {
             }
             Event::Free { addr } => write!(f, "{name:<13} {addr:#014x}"),
             Event::AllocCaller { site } => write!(f, "{name:<13} site {site}"),
+            Event::StackFrame { site, sp, cfa } => {
+                write!(f, "{name:<13} {sp:#014x}..{cfa:#014x} site {site}")
+            }
         }
     }
 }

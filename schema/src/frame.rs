@@ -13,12 +13,13 @@ pub const MAGIC: [u8; 8] = *b"CSCOPETR";
 /// The trace format version this build writes.
 ///
 /// Version 2 added the requested alignment of heap allocations, version 3 the callers of
-/// the function that allocated ([`crate::Event::AllocCaller`]); both are new op codes (see
+/// the function that allocated ([`crate::Event::AllocCaller`]), version 4 the frames of a
+/// thread's stack ([`crate::Event::StackFrame`]); all are new op codes (see
 /// [`crate::columns`]), everything else is as in version 1.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
-/// The oldest format version this build reads: version 1 and 2 files are version 3 files
-/// without the op codes added later.
+/// The oldest format version this build reads: versions 1 to 3 are version 4 files without
+/// the op codes added later.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Whether this build reads files of format `version`.

@@ -382,7 +382,8 @@ impl MergedEvents {
             | Event::RegionEnd { .. }
             | Event::Alloc { .. }
             | Event::Free { .. }
-            | Event::AllocCaller { .. } => {}
+            | Event::AllocCaller { .. }
+            | Event::StackFrame { .. } => {}
         }
         Ok(Some(TimedEvent {
             time,

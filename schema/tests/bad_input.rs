@@ -142,20 +142,21 @@ fn wrong_magic_and_version() {
     let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
     assert_eq!(err.kind, ErrorKind::UnsupportedVersion);
     assert!(err.message.contains("version 7"), "{err}");
-    assert!(err.message.contains("versions 1 to 3"), "{err}");
+    assert!(err.message.contains("versions 1 to 4"), "{err}");
 
-    // Versions 1 (no aligned allocations) and 2 (no allocation callers) are read (the committed
+    // Versions 1 (no aligned allocations), 2 (no allocation callers) and 3 (no stack frames)
+    // are read (the committed
     // `tests/data/hostile` traces are version 1 files), but the file header's version, which
     // no checksum covers, must be the header record's; 0 and the next version are not read.
-    for v in [1u32, 2] {
+    for v in [1u32, 2, 3] {
         let (mut bytes, _) = sample();
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
         assert_eq!(err.kind, ErrorKind::Inconsistent, "version {v}: {err}");
-        let says = format!("the file header says format version {v}, the header record 3");
+        let says = format!("the file header says format version {v}, the header record 4");
         assert!(err.message.contains(&says), "{err}");
     }
-    for v in [0u32, 4] {
+    for v in [0u32, 5] {
         let (mut bytes, _) = sample();
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
@@ -200,6 +201,11 @@ fn trace_with_aligned_alloc() -> Vec<u8> {
             site: CodePos::new(0x4321).unwrap(),
         },
         Event::Free { addr: 0x2000 },
+        Event::StackFrame {
+            site: CodePos::new(0x5432).unwrap(),
+            sp: 0x7ffd_0000_1000,
+            cfa: 0x7ffd_0000_1080,
+        },
         access,
     ])
     .unwrap();
@@ -260,7 +266,24 @@ fn op_codes_newer_than_the_files_version_are_refused() {
         assert!(err.message.contains(part), "{part:?} in {err}");
     }
     assert!(out.is_empty(), "{out:?}");
-    ChunkDecoder::for_version(3)
+    // In version 3, op code 121 (stack frames) did not exist.
+    let err = ChunkDecoder::for_version(3)
+        .decode(&chunk, &mut out)
+        .unwrap_err();
+    for part in [
+        "event 4 of the chunk",
+        "op code 121",
+        "a stack frame",
+        "format version 3",
+    ] {
+        assert!(err.message.contains(part), "{part:?} in {err}");
+    }
+    assert!(out.is_empty(), "{out:?}");
+    assert!(
+        matches!(events[4], Event::StackFrame { site, sp: 0x7ffd_0000_1000, cfa: 0x7ffd_0000_1080 } if site.addr() == 0x5432),
+        "{events:?}"
+    );
+    ChunkDecoder::for_version(4)
         .decode(&chunk, &mut out)
         .unwrap();
     assert_eq!(out, events);

@@ -62,6 +62,12 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (1u64..).prop_map(|site| Event::AllocCaller {
             site: CodePos::new(site).expect("not 0"),
         }),
+        // Any pair of bounds, also a frame that ends below its start (readers ignore those).
+        1 => (1u64.., any::<u64>(), any::<u64>()).prop_map(|(site, sp, cfa)| Event::StackFrame {
+            site: CodePos::new(site).expect("not 0"),
+            sp,
+            cfa,
+        }),
     ]
 }
 

@@ -171,6 +171,24 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             path: opts.output.clone(),
             reason: "not a file name".into(),
         })?;
+    // Checked before the run, not after it: a trace the program took an hour to write must
+    // not be lost to a name it cannot have. Renaming over a read-only file needs only the
+    // directory's permission, so it would silently replace a protected trace.
+    if let Ok(meta) = std::fs::metadata(&opts.output) {
+        let reason = if meta.is_dir() {
+            Some("it is a directory")
+        } else if meta.permissions().readonly() {
+            Some("the file is read-only; make it writable or remove it to replace it")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(RecordError::Output {
+                path: opts.output.clone(),
+                reason: reason.into(),
+            });
+        }
+    }
     let tmp = out_dir.join(format!(".{file_name}.recording-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
 

@@ -218,6 +218,12 @@ fn check_writable(path: &Path) -> Result<()> {
     if path.is_dir() {
         bail!("-o {}: is a directory, not a model file", path.display());
     }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().readonly()) {
+        bail!(
+            "-o {}: the file is read-only; make it writable or remove it to replace it",
+            path.display()
+        );
+    }
     let dir = output::parent_dir(path);
     if !dir.is_dir() {
         bail!(

@@ -28,21 +28,22 @@ use crate::modules::Snapshot;
 
 /// libgcc's opaque unwind context.
 #[repr(C)]
-struct UnwindContext {
+pub(crate) struct UnwindContext {
     _private: [u8; 0],
 }
 
 /// `_URC_NO_REASON`: go on to the next frame.
-const CONTINUE: i32 = 0;
+pub(crate) const CONTINUE: i32 = 0;
 /// `_URC_NORMAL_STOP`: the callback has what it needs.
-const STOP: i32 = 4;
+pub(crate) const STOP: i32 = 4;
 
 extern "C" {
-    fn _Unwind_Backtrace(
+    pub(crate) fn _Unwind_Backtrace(
         trace: extern "C" fn(*mut UnwindContext, *mut c_void) -> i32,
         arg: *mut c_void,
     ) -> i32;
-    fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
+    pub(crate) fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
+    pub(crate) fn _Unwind_GetCFA(ctx: *mut UnwindContext) -> usize;
 }
 
 /// The shim's own code: `[start, end)`, set by [`init`]; empty before.
@@ -58,6 +59,16 @@ fn set(range: &[AtomicU64; 2], code: Option<(u64, u64)>) {
 
 fn contains(range: &[AtomicU64; 2], ip: u64) -> bool {
     range[0].load(Ordering::Relaxed) <= ip && ip < range[1].load(Ordering::Relaxed)
+}
+
+/// Whether `ip` is in the shim's own code.
+pub(crate) fn in_shim(ip: u64) -> bool {
+    contains(&SHIM_CODE, ip)
+}
+
+/// Whether `ip` is in the unwinder's code (libgcc_s).
+pub(crate) fn in_unwinder(ip: u64) -> bool {
+    contains(&UNWINDER_CODE, ip)
 }
 
 /// Finds the shim's and the unwinder's code in the module map (before recording starts).

@@ -15,6 +15,7 @@ use libc::{c_long, c_uint, c_void};
 
 use crate::pthread::{acquired, barrier, releasing};
 use crate::real::real_fn;
+use crate::stack;
 use crate::thread::{self, Team};
 
 type OutlinedFn = extern "C" fn(*mut c_void);
@@ -114,9 +115,11 @@ extern "C" fn run_region(p: *mut c_void) {
 
 /// Runs `fork` with the outlined function wrapped, when recording.
 fn fork(f: OutlinedFn, data: *mut c_void, fork: impl FnOnce(OutlinedFn, *mut c_void)) {
-    if thread::current().is_none() {
+    let Some(st) = thread::current() else {
         return fork(f, data);
-    }
+    };
+    // The region's code may write the forking function's locals (shared variables).
+    stack::record(st);
     let mut region = Region {
         f,
         data,

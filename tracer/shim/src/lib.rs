@@ -32,5 +32,6 @@ mod ompt;
 mod pthread;
 mod real;
 mod recorder;
+mod stack;
 mod thread;
 mod tsan;

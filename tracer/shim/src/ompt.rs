@@ -40,6 +40,7 @@ use cachescope_schema::Event;
 use libc::{c_char, c_int, c_uint, c_void};
 
 use crate::pthread::{acquired, releasing};
+use crate::stack;
 use crate::thread::{self, Team};
 
 /// Synthetic objects live above the user address space (as in [`crate::gomp`]).
@@ -281,6 +282,8 @@ unsafe extern "C" fn on_parallel_begin(
         return;
     }
     let Some(st) = thread::current() else { return };
+    // The region's code may write the encountering function's locals (shared variables).
+    stack::record(st);
     let par = Parallel {
         team: NEXT_TEAM.fetch_add(1, Ordering::Relaxed),
         region: codeptr_ra as u64,

@@ -12,6 +12,7 @@ use libc::{c_int, c_void, pthread_attr_t, pthread_barrier_t, pthread_cond_t, pth
 
 use crate::real::real_fn;
 use crate::recorder::{self, lock};
+use crate::stack;
 use crate::thread;
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
@@ -112,6 +113,8 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { real_create()(th, attr, start, arg) };
     };
+    // The new thread may write the creating function's locals (through `arg`).
+    stack::record(st);
     let tid = recorder::next_tid();
     let boxed = st.quiet(|_| Box::into_raw(Box::new(Start { start, arg, tid })));
     // SAFETY: the caller's arguments, with our start routine and its boxed context.

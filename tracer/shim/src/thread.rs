@@ -164,6 +164,8 @@ pub(crate) struct ThreadState {
     swap: Mutex<SwapState>,
     /// Enclosing OpenMP teams.
     pub teams: Vec<Team>,
+    /// The stack frames this thread recorded last (`stack.rs`).
+    pub stack_frames: Vec<crate::stack::Frame>,
     /// Block costs seen by this thread ([`BLOCK_CACHE`] entries).
     pub blocks: Box<[CachedBlock]>,
 }
@@ -304,6 +306,7 @@ fn create() -> Option<&'static mut ThreadState> {
         committed: AtomicUsize::new(0),
         swap: Mutex::new(SwapState::default()),
         teams: Vec::with_capacity(8),
+        stack_frames: Vec::with_capacity(cachescope_schema::event::MAX_STACK_FRAMES),
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
     });
     let raw = Box::into_raw(st);

@@ -68,7 +68,7 @@ pub fn write_all_with(
             path: path.clone(),
             reason,
         })?;
-        write_file(&mut write, &path, &svg)?;
+        write_file(&mut write, &path, &marked(&svg))?;
         files.push(path);
     }
     let path = dir.join(DOMINANCE_FILE);
@@ -82,9 +82,34 @@ pub fn write_all_with(
     Ok(files)
 }
 
+/// The comment that marks a curve file as written by this module, so that a later run removes
+/// only its own plots, never a file of the user's that happens to share the name pattern.
+const CURVE_MARK: &str = "<!-- cachescope bandwidth curve -->";
+
+/// `svg` with [`CURVE_MARK`] after its root element's start tag.
+fn marked(svg: &str) -> String {
+    match svg.find('>') {
+        Some(end) => format!("{}\n{CURVE_MARK}{}", &svg[..=end], &svg[end + 1..]),
+        None => svg.to_owned(),
+    }
+}
+
+/// Whether the file at `path` is a curve an earlier run wrote: it carries [`CURVE_MARK`] near
+/// its start.
+fn is_our_curve(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 1024];
+    let Ok(mut f) = fs::File::open(path) else {
+        return false;
+    };
+    let n = f.read(&mut head).unwrap_or(0);
+    String::from_utf8_lossy(&head[..n]).contains(CURVE_MARK)
+}
+
 /// Removes the curve files in `dir` that an earlier run wrote and this one did not (a trace
 /// or model with other data paths): left there, they would read as this run's plots, since a
-/// plot names its path, not its trace. Other files are left alone.
+/// plot names its path, not its trace. Other files are left alone: those without the mark
+/// (the user's own `curve-*.svg`) and read-only ones (kept on purpose).
 fn remove_stale_curves(dir: &Path, written: &[PathBuf]) -> Result<(), SvgError> {
     let listing = fs::read_dir(dir).map_err(|e| SvgError {
         path: dir.to_path_buf(),
@@ -94,8 +119,12 @@ fn remove_stale_curves(dir: &Path, written: &[PathBuf]) -> Result<(), SvgError> 
         let name = entry.file_name();
         let name = name.to_string_lossy();
         let path = entry.path();
-        let ours = name.starts_with("curve-") && name.ends_with(".svg");
-        if ours && path.is_file() && !written.contains(&path) {
+        let named = name.starts_with("curve-") && name.ends_with(".svg");
+        let stale = named
+            && !written.contains(&path)
+            && fs::metadata(&path).is_ok_and(|m| m.is_file() && !m.permissions().readonly())
+            && is_our_curve(&path);
+        if stale {
             fs::remove_file(&path).map_err(|e| SvgError {
                 reason: format!("a plot of an earlier run, which cannot be removed: {e}"),
                 path,

@@ -1,0 +1,67 @@
+/* Threads writing neighbouring elements of a local array of the function that starts them:
+ * the false-sharing audit must name the array (a local of that function, from DWARF), not an
+ * address. `omp`: a parallel region writes partial[t]; `padded`: the same with each element
+ * on its own 64-byte line (no finding); `pthreads`: two threads created with pointers to
+ * neighbouring elements. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ROUNDS 100000
+
+static long sum_omp(void) {
+    volatile long partial[8] = {0}; /* OMP_LOCAL */
+#pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num();
+        for (long i = 0; i < ROUNDS; i++)
+            partial[t] += i & 3;
+    }
+    long s = 0;
+    for (int i = 0; i < 8; i++)
+        s += partial[i];
+    return s;
+}
+
+struct padded {
+    _Alignas(64) volatile long value;
+};
+
+static long sum_padded(void) {
+    struct padded partial[2]; /* PADDED_LOCAL */
+    memset(partial, 0, sizeof partial);
+#pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num();
+        for (long i = 0; i < ROUNDS; i++)
+            partial[t].value += i & 3;
+    }
+    return partial[0].value + partial[1].value;
+}
+
+static void *count(void *arg) {
+    volatile long *c = arg;
+    for (long i = 0; i < ROUNDS; i++)
+        *c += i & 1;
+    return NULL;
+}
+
+static long sum_pthreads(void) {
+    volatile long counts[2] = {0, 0}; /* PTHREAD_LOCAL */
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, count, (void *)&counts[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    return counts[0] + counts[1];
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "omp";
+    long s = strcmp(mode, "padded") == 0     ? sum_padded()
+             : strcmp(mode, "pthreads") == 0 ? sum_pthreads()
+                                             : sum_omp();
+    printf("%s %ld\n", mode, s);
+    return 0;
+}
