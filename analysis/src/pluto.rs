@@ -514,6 +514,10 @@ fn estimate_buffered(
     let mut main = MainThread::default();
     let others = ids.len().saturating_sub(1);
     let mut first_round = true;
+    // Threads created so far, and the streams that began with `ThreadStart` before their
+    // creation was read (they wait for it).
+    let mut created: BTreeSet<ThreadId> = BTreeSet::new();
+    let mut unborn = vec![false; streams.len()];
     loop {
         let mut any = false;
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
@@ -526,83 +530,107 @@ fn estimate_buffered(
         }
         // The main thread's set-up, up to its first thread creation, is a round of its own.
         let mut alone = false;
-        for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
-            if *done || (i == 0 && main.waiting) || (i > 0 && alone) {
-                continue;
-            }
-            // Whether the thread's previous event was a stack frame (its frames come in sets).
-            let mut after_frame = false;
-            loop {
-                let next = events.next();
-                if next.is_some() {
-                    consumed[i] += 1;
+        // Streams read in this round. A thread created in this round by a thread read after it
+        // is read in a further pass over the streams, so that it starts in its creator's round.
+        let mut ran = vec![false; streams.len()];
+        let mut pass_ran = true;
+        while std::mem::take(&mut pass_ran) {
+            for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
+                if ran[i] || unborn[i] || *done || (i == 0 && main.waiting) || (i > 0 && alone) {
+                    continue;
                 }
-                let first_frame = !std::mem::replace(&mut after_frame, false);
-                match next {
-                    None => {
-                        *done = true;
-                        break;
+                ran[i] = true;
+                pass_ran = true;
+                // Whether the thread's previous event was a stack frame (its frames come in sets).
+                let mut after_frame = false;
+                loop {
+                    let next = events.next();
+                    if next.is_some() {
+                        consumed[i] += 1;
                     }
-                    Some(Err(e)) => return Err(e),
-                    Some(Ok(Event::ThreadCreate { .. })) if i == 0 => {
-                        main.created += 1;
-                        if first_round && main.created == 1 && others > 0 {
-                            any = true;
-                            alone = true;
+                    let first_frame = !std::mem::replace(&mut after_frame, false);
+                    match next {
+                        None => {
+                            *done = true;
                             break;
                         }
-                    }
-                    Some(Ok(Event::ThreadJoin { .. })) if i == 0 => {
-                        main.joined += 1;
-                        // Every other thread was created and joined by the main thread: what
-                        // follows runs alone, after all of them.
-                        if others > 0 && main.created == others && main.joined == others {
-                            any = true;
-                            main.waiting = true;
+                        Some(Err(e)) => return Err(e),
+                        // A thread starts in the round of its creation, not in the first one: a
+                        // thread created after a barrier is not concurrent with what came before.
+                        Some(Ok(Event::ThreadStart)) if !created.contains(tid) => {
+                            unborn[i] = true;
+                            // Created later in this round, it is read in a further pass.
+                            ran[i] = false;
                             break;
                         }
-                    }
-                    Some(Ok(Event::Access(a))) => {
-                        any = true;
-                        for est in &mut estimators {
-                            est.touch(*tid, a.kind, a.addr, a.size);
+                        Some(Ok(Event::ThreadCreate { child })) => {
+                            created.insert(child);
+                            if let Some(j) = ids.iter().position(|&t| t == child) {
+                                unborn[j] = false;
+                            }
+                            if i == 0 {
+                                main.created += 1;
+                                if first_round && main.created == 1 && others > 0 {
+                                    any = true;
+                                    alone = true;
+                                    break;
+                                }
+                            }
                         }
-                        if buffer.len() < limit {
-                            buffer.push((*tid, a));
-                        } else {
-                            overflow = true;
+                        Some(Ok(Event::ThreadJoin { .. })) if i == 0 => {
+                            main.joined += 1;
+                            // Every other thread was created and joined by the main thread: what
+                            // follows runs alone, after all of them.
+                            if others > 0 && main.created == others && main.joined == others {
+                                any = true;
+                                main.waiting = true;
+                                break;
+                            }
                         }
-                    }
-                    Some(Ok(Event::BarrierLeave { .. })) => {
-                        any = true;
-                        break;
-                    }
-                    Some(Ok(Event::Advance { units, .. })) => {
-                        let r = regions.entry(*tid).or_default();
-                        if r.0 > 0 {
-                            r.1 = r.1.saturating_add(units);
+                        Some(Ok(Event::Access(a))) => {
+                            any = true;
+                            for est in &mut estimators {
+                                est.touch(*tid, a.kind, a.addr, a.size);
+                            }
+                            if buffer.len() < limit {
+                                buffer.push((*tid, a));
+                            } else {
+                                overflow = true;
+                            }
                         }
+                        Some(Ok(Event::BarrierLeave { .. })) => {
+                            any = true;
+                            break;
+                        }
+                        Some(Ok(Event::Advance { units, .. })) => {
+                            let r = regions.entry(*tid).or_default();
+                            if r.0 > 0 {
+                                r.1 = r.1.saturating_add(units);
+                            }
+                        }
+                        Some(Ok(Event::RegionBegin { .. })) => {
+                            regions.entry(*tid).or_default().0 += 1
+                        }
+                        Some(Ok(Event::RegionEnd { .. })) => {
+                            let r = regions.entry(*tid).or_default();
+                            r.0 = r.0.saturating_sub(1);
+                        }
+                        Some(Ok(Event::Alloc {
+                            addr,
+                            size,
+                            site,
+                            align,
+                        })) => heap.on_alloc_in(*tid, addr, size, site, align),
+                        Some(Ok(Event::AllocCaller { site })) => heap.on_caller(*tid, site),
+                        Some(Ok(Event::StackFrame { site, sp, cfa })) => {
+                            stacks.on_frame(*tid, site, sp, cfa, first_frame);
+                            after_frame = true;
+                        }
+                        Some(Ok(Event::Free { addr })) => {
+                            heap.on_free(addr);
+                        }
+                        Some(Ok(_)) => {}
                     }
-                    Some(Ok(Event::RegionBegin { .. })) => regions.entry(*tid).or_default().0 += 1,
-                    Some(Ok(Event::RegionEnd { .. })) => {
-                        let r = regions.entry(*tid).or_default();
-                        r.0 = r.0.saturating_sub(1);
-                    }
-                    Some(Ok(Event::Alloc {
-                        addr,
-                        size,
-                        site,
-                        align,
-                    })) => heap.on_alloc_in(*tid, addr, size, site, align),
-                    Some(Ok(Event::AllocCaller { site })) => heap.on_caller(*tid, site),
-                    Some(Ok(Event::StackFrame { site, sp, cfa })) => {
-                        stacks.on_frame(*tid, site, sp, cfa, first_frame);
-                        after_frame = true;
-                    }
-                    Some(Ok(Event::Free { addr })) => {
-                        heap.on_free(addr);
-                    }
-                    Some(Ok(_)) => {}
                 }
             }
         }
@@ -628,6 +656,12 @@ fn estimate_buffered(
         }
         heap.end_segment();
         first_round = false;
+        // Threads whose creation is not in the trace (or names another thread) would wait
+        // forever: once nothing else moves, they start.
+        if !any && unborn.iter().any(|&u| u) {
+            unborn.iter_mut().for_each(|u| *u = false);
+            continue;
+        }
         if streams.iter().all(|s| s.2) || (!any && !main.waiting) {
             break;
         }

@@ -253,3 +253,78 @@ fn memory_in_a_recorded_stack_frame_is_stack_memory_until_the_frames_are_replace
         "{r:#?}"
     );
 }
+
+#[test]
+fn a_thread_created_after_a_barrier_is_not_concurrent_with_what_came_before_it() {
+    let base = 0x30_0000;
+    let barrier = |b| {
+        [
+            Event::BarrierEnter {
+                barrier: b,
+                participants: 2,
+            },
+            Event::BarrierLeave { barrier: b },
+        ]
+    };
+    // Thread 1 updates its counter before the barrier; thread 2, created by the main thread
+    // only after it, updates the neighbouring one: never at the same time.
+    let mut main = vec![Event::ThreadCreate { child: 1 }];
+    main.extend(barrier(7));
+    main.extend([
+        Event::ThreadCreate { child: 2 },
+        Event::ThreadJoin { child: 1 },
+        Event::ThreadJoin { child: 2 },
+    ]);
+    let mut first = vec![Event::ThreadStart];
+    first.extend(counters(base, 0));
+    first.extend(barrier(7));
+    first.push(Event::ThreadExit);
+    let mut second = vec![Event::ThreadStart];
+    second.extend(counters(base, 1));
+    second.push(Event::ThreadExit);
+    let (_dir, t) = trace(vec![main, first.clone(), second.clone()]);
+    let r = audit_of(&t);
+    assert_eq!(kinds(&r), [], "{r:#?}");
+
+    // Created before the barrier instead, thread 2 runs beside thread 1: false sharing.
+    let mut main = vec![
+        Event::ThreadCreate { child: 1 },
+        Event::ThreadCreate { child: 2 },
+    ];
+    main.extend(barrier(7));
+    main.extend([
+        Event::ThreadJoin { child: 1 },
+        Event::ThreadJoin { child: 2 },
+    ]);
+    let (_dir, t) = trace(vec![main, first, second]);
+    let r = audit_of(&t);
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn a_thread_created_by_a_thread_with_a_higher_id_starts_in_its_creators_segment() {
+    let base = 0x40_0000;
+    // Main creates thread 2, which creates thread 1: threads 1 and 2 then update neighbouring
+    // counters at the same time (ids need not follow creation order).
+    let main = vec![
+        Event::ThreadCreate { child: 2 },
+        Event::ThreadJoin { child: 2 },
+    ];
+    let mut second = vec![Event::ThreadStart, Event::ThreadCreate { child: 1 }];
+    second.extend(counters(base, 1));
+    second.extend([Event::ThreadJoin { child: 1 }, Event::ThreadExit]);
+    let mut first = vec![Event::ThreadStart];
+    first.extend(counters(base, 0));
+    first.push(Event::ThreadExit);
+    let (_dir, t) = trace(vec![main, first, second]);
+    let r = audit_of(&t);
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{r:#?}"
+    );
+}
