@@ -26,6 +26,7 @@ mod locals;
 mod module;
 mod path;
 mod source;
+mod statics;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -243,8 +244,9 @@ pub enum DataObject {
     Global {
         /// Path of the module, as in the trace.
         module: Arc<str>,
-        /// Symbol name (demangled for C++ and Rust; compiler-local statics keep their suffix,
-        /// e.g. `counter.0`).
+        /// Symbol name (demangled for C++ and Rust); a variable declared `static` in a function
+        /// is `static NAME of FUNCTION` when DWARF says so (its symbol is `NAME.0` with gcc,
+        /// `FUNCTION.NAME` with clang), else keeps the symbol's name.
         name: Arc<str>,
         /// Offset of the address from the object's start.
         offset: u64,
@@ -545,17 +547,37 @@ impl Symbolizer {
     /// data lookup opens every module (their load segments say which one holds an address).
     pub fn data(&mut self, addr: u64) -> Option<DataObject> {
         let i = self.extent_module(addr)?;
-        let entry = &self.entries[i];
-        let Slot::Ready(m) = &entry.slot else {
+        let module = Arc::clone(&self.entries[i].path);
+        let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
+        let Slot::Ready(m) = &mut self.entries[i].slot else {
             return None;
         };
-        let probe = addr.wrapping_sub(entry.info.load_bias);
         let sym = m.objects.find(probe)?;
+        let (start, end, symbol) = (sym.start, sym.end, Arc::clone(&sym.name));
+        // A function's static variable has a name the compiler made up (gcc `partial.0`,
+        // clang `run.partial`): its DWARF says what it is. Other names need no DWARF.
+        let name = match m.function_static(start).filter(|_| symbol.contains('.')) {
+            Some(s) => {
+                let function = s.function.clone().or_else(|| {
+                    symbol
+                        .strip_suffix(s.name.as_str())
+                        .and_then(|f| f.strip_suffix('.'))
+                        .filter(|f| !f.is_empty())
+                        .map(str::to_owned)
+                });
+                let text = match function {
+                    Some(f) => format!("static {} of {f}", s.name),
+                    None => format!("static {}", s.name),
+                };
+                Arc::from(text.as_str())
+            }
+            None => symbol,
+        };
         Some(DataObject::Global {
-            module: Arc::clone(&entry.path),
-            name: Arc::clone(&sym.name),
-            offset: probe - sym.start,
-            size: sym.end - sym.start,
+            module,
+            name,
+            offset: probe - start,
+            size: end - start,
         })
     }
 

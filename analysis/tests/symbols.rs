@@ -20,6 +20,8 @@ const PROGRAM: &str = r#"#include <stdio.h>
 long g_counts[16];
 static double s_table[8] = {1, 2, 3};
 static void *pcs[4];
+/* Where the functions' own statics are (gcc names them `f_counts.0`, clang `bump.f_counts`). */
+static long *p_fcounts, *p_hhits;
 /* Declared alignments: on the variable, and on an array's element type through a typedef
    and a qualifier. */
 _Alignas(128) long g_aligned[4];
@@ -34,13 +36,19 @@ __attribute__((noinline)) void probe(int id) {
 }
 
 __attribute__((noinline)) void bump(long n) {
+    static long f_counts[4];
+    p_fcounts = &f_counts[1];
     for (long i = 0; i < n; i++) {
+        f_counts[i & 3] += 1;
         g_counts[i & 15] += i;
         probe(0); /* MARK_BUMP */
     }
 }
 
 static inline __attribute__((always_inline)) void helper(long i) {
+    static long h_hits[2];
+    h_hits[i & 1] += 1;
+    p_hhits = &h_hits[1];
     s_table[i & 7] += 1.0;
     probe(1); /* MARK_INLINE */
 }
@@ -61,6 +69,8 @@ int main(int argc, char **argv) {
     printf("g_aligned1 %p\n", (void *)&g_aligned[1]);
     printf("g_padded2 %p\n", (void *)&g_padded[2]);
     printf("s_table2 %p\n", (void *)&s_table[2]);
+    printf("f_counts1 %p\n", (void *)p_fcounts);
+    printf("h_hits1 %p\n", (void *)p_hhits);
     printf("main %p\n", (void *)main);
     printf("pc0 %p\n", pcs[0]);
     printf("pc1 %p\n", pcs[1]);
@@ -225,6 +235,19 @@ fn globals_and_statics_resolve_with_offset() {
         assert_eq!((name.as_str(), offset, size), ("g_counts", 24, 128), "{cc}");
         let (_, name, offset, size) = global(sym.data(b.addr("s_table2")));
         assert_eq!((name.as_str(), offset, size), ("s_table", 16, 64), "{cc}");
+        // A function's statics: by their DWARF names, not the symbols' made-up ones.
+        let (_, name, offset, size) = global(sym.data(b.addr("f_counts1")));
+        assert_eq!(
+            (name.as_str(), offset, size),
+            ("static f_counts of bump", 8, 32),
+            "{cc}"
+        );
+        let (_, name, offset, size) = global(sym.data(b.addr("h_hits1")));
+        assert_eq!(
+            (name.as_str(), offset, size),
+            ("static h_hits of helper", 8, 16),
+            "{cc}"
+        );
         // One past the end of g_counts is not g_counts.
         let past = b.addr("g_counts3") - 24 + 128;
         assert!(

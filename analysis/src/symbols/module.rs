@@ -17,6 +17,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use tracing::{debug, warn};
 
 use super::alignment::declared_alignments;
+use super::statics::{function_statics, FunctionStatic};
 use super::{hex, SymbolError};
 
 /// The gimli reader: sections copied into shared buffers, so the context owns its data.
@@ -116,6 +117,8 @@ struct Parsed {
     context: Context,
     /// Declared alignments of variables, by link-time start address (`alignment.rs`).
     alignments: BTreeMap<u64, u64>,
+    /// Variables declared `static` in a function, by link-time address (`statics.rs`).
+    statics: BTreeMap<u64, FunctionStatic>,
 }
 
 /// A module that was read and checked against the trace's build-id.
@@ -275,6 +278,16 @@ impl LoadedModule {
         }
     }
 
+    /// The variable declared `static` in a function that starts at link-time address
+    /// `start`, if DWARF says so (parses the DWARF on first use, as [`Self::context`]).
+    pub fn function_static(&mut self, start: u64) -> Option<&FunctionStatic> {
+        self.context()?;
+        match &self.dwarf {
+            Dwarf::Ready(parsed) => parsed.statics.get(&start),
+            _ => None,
+        }
+    }
+
     /// The alignment declared in DWARF for the variable starting at link-time address
     /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
     pub fn declared_alignment(&mut self, start: u64) -> Option<u64> {
@@ -331,10 +344,12 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     };
     let dwarf = gimli::Dwarf::load(load)?;
     let alignments = declared_alignments(&dwarf);
+    let statics = function_statics(&dwarf);
     let context = Context::from_dwarf(dwarf).map_err(|e| e.to_string())?;
     Ok(Parsed {
         context,
         alignments,
+        statics,
     })
 }
 

@@ -1,0 +1,114 @@
+//! Variables declared `static` inside a function, from DWARF: their symbols carry names the
+//! compiler made up (gcc: `partial.0`, numbered per translation unit; clang: `run.partial`),
+//! which reports should not show. DWARF nests such a variable in its function's entry, so
+//! the audit can say `static partial of run` instead, the same with either compiler and
+//! however the compiler numbered it.
+
+use std::collections::BTreeMap;
+
+use addr2line::gimli;
+use gimli::AttributeValue;
+
+/// How many `DW_AT_abstract_origin`/`DW_AT_specification` links are followed to a name.
+const MAX_LINKS: usize = 8;
+
+/// A variable's name and the function that declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FunctionStatic {
+    /// The variable's name in the source.
+    pub name: String,
+    /// The function that declares it, when its entry is named (clang leaves the entry of a
+    /// function it inlined everywhere empty; its symbol `FUNCTION.NAME` still says).
+    pub function: Option<String>,
+}
+
+/// The name of `entry`, following abstract origins and specifications (an inlined or
+/// out-of-line instance names itself through its declaration).
+fn name_of<R: gimli::Reader>(
+    unit: &gimli::Unit<R>,
+    dwarf: &gimli::Dwarf<R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<String> {
+    let mut current = entry.clone();
+    for _ in 0..MAX_LINKS {
+        if let Ok(Some(v)) = current.attr_value(gimli::DW_AT_name) {
+            let s = dwarf.attr_string(unit, v).ok()?;
+            return Some(s.to_string_lossy().ok()?.into_owned());
+        }
+        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|a| match current.attr_value(a) {
+                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                _ => None,
+            })?;
+        current = unit.entry(link).ok()?;
+    }
+    None
+}
+
+/// The single address of a `DW_OP_addr`/`DW_OP_addrx` location (not thread-local storage).
+fn static_address<R: gimli::Reader>(
+    unit: &gimli::Unit<R>,
+    dwarf: &gimli::Dwarf<R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<u64> {
+    let Ok(Some(AttributeValue::Exprloc(expr))) = entry.attr_value(gimli::DW_AT_location) else {
+        return None;
+    };
+    let mut ops = expr.0.clone();
+    let op = gimli::Operation::parse(&mut ops, unit.encoding()).ok()?;
+    if !ops.is_empty() {
+        return None;
+    }
+    match op {
+        gimli::Operation::Address { address } => Some(address),
+        gimli::Operation::AddressIndex { index } => dwarf.address(unit, index).ok(),
+        _ => None,
+    }
+}
+
+/// Link-time address of each variable with static storage declared inside a function → its
+/// name and that function. Units or entries that cannot be read are skipped (the symbol's
+/// own name is then used).
+pub(crate) fn function_statics<R: gimli::Reader>(
+    dwarf: &gimli::Dwarf<R>,
+) -> BTreeMap<u64, FunctionStatic> {
+    let mut out = BTreeMap::new();
+    let mut headers = dwarf.units();
+    while let Ok(Some(header)) = headers.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let mut entries = unit.entries();
+        let mut depth: isize = 0;
+        // Enclosing functions with their depths, innermost last.
+        let mut functions: Vec<(isize, Option<String>)> = Vec::new();
+        while let Ok(Some((delta, entry))) = entries.next_dfs() {
+            depth += delta;
+            while functions.last().is_some_and(|&(d, _)| d >= depth) {
+                functions.pop();
+            }
+            match entry.tag() {
+                gimli::DW_TAG_subprogram => {
+                    functions.push((depth, name_of(&unit, dwarf, entry)));
+                }
+                gimli::DW_TAG_variable => {
+                    let Some((_, function)) = functions.last() else {
+                        continue;
+                    };
+                    let Some(addr) = static_address(&unit, dwarf, entry) else {
+                        continue;
+                    };
+                    if let Some(name) = name_of(&unit, dwarf, entry) {
+                        out.entry(addr).or_insert(FunctionStatic {
+                            name,
+                            function: function.clone(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
