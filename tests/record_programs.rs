@@ -1073,6 +1073,50 @@ fn cxx_operator_new_works_in_dlopened_plugins_and_library_constructors() {
     assert!(name.starts_with(&at), "{name} ({at}…)");
 }
 
+/// Every byte of `function`'s recorded frame is named by one of its own locals or by none:
+/// never by a variable of a function nested in it (gcc's outlined region `f._omp_fn.0` is a
+/// child of `f` in DWARF, with its own frame), nor by one not live at the recorded call.
+fn no_local_of_a_nested_function_names_the_frame(trace: &Path, function: &str) {
+    use cachescope_analysis::stack::StackSlot;
+    let t = TraceFile::open(trace).unwrap();
+    let mut symbols = Symbolizer::new(t.modules());
+    let mut checked = 0;
+    for (thread, evs) in events(trace) {
+        for e in evs {
+            let Event::StackFrame { site, sp, cfa } = e else {
+                continue;
+            };
+            let frame = symbols.code_pos(site).and_then(|l| l.function.clone());
+            if frame.as_deref() != Some(function) {
+                continue;
+            }
+            for addr in sp..cfa {
+                let slot = StackSlot {
+                    thread,
+                    site,
+                    sp,
+                    cfa,
+                    addr,
+                };
+                if let Some(l) = symbols.stack_object(&slot).local {
+                    let own = ["partial", "counts", "alpha", "deep_arr", "th", "s", "i"];
+                    assert!(
+                        own.contains(&l.name.as_str()) && l.function.as_deref() == Some(function),
+                        "{function}'s frame byte {:#x} named {l:?}",
+                        cfa - addr
+                    );
+                    // `sum_omp`'s loop counter is declared in a block after the region's call.
+                    if function == "sum_omp" {
+                        assert_ne!(l.name, "i", "{function}: a local not live at the call");
+                    }
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no frame of {function} in {}", trace.display());
+}
+
 /// `cachescope audit --json - --sarif FILE` of `trace`: exit code, JSON report, SARIF log.
 fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
     let sarif = trace.with_extension("sarif");
@@ -1100,11 +1144,29 @@ fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
 }
 
 #[test]
+fn the_programs_signal_handlers_never_run_on_the_recorders_writer_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "signal_writer",
+        "gcc",
+        &source("signal_writer.c"),
+        &["-O1"],
+    );
+    let trace = dir.path().join("signal.cstrace");
+    let out = record(&trace, &prog, &[], 1);
+    // The program and the writer: two threads; only the program's handled its signal.
+    assert_eq!(out, "threads=2 handled=1 on_writer=0\n");
+}
+
+#[test]
 fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("stack_shared.c");
     let omp = line_of(&src, "OMP_LOCAL");
     let pthreads = line_of(&src, "PTHREAD_LOCAL");
+    let (alpha, beta) = (line_of(&src, "ALPHA_LOCAL"), line_of(&src, "BETA_LOCAL"));
+    let deep = line_of(&src, "DEEP_LOCAL");
     for compiler in compilers() {
         // Unoptimized, the arrays are in the frames of the functions that declare them;
         // optimized, those functions are inlined into `main` and other inlined functions'
@@ -1121,6 +1183,12 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
             for (mode, object, line, function) in [
                 ("omp", "partial", omp, "sum_omp"),
                 ("pthreads", "counts", pthreads, "sum_pthreads"),
+                // Two functions one after the other, each starting and joining two threads
+                // on its own local array at the same stack address: two objects.
+                ("waves", "", 0, "wave_alpha"),
+                // The OpenMP runtime's own frames (libomp calls the recorder from inside its
+                // fork) and its creation of worker threads leave the caller's frames.
+                ("deep", "deep_arr", deep, "sum_deep"),
             ] {
                 let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
                 let out = record(&trace, &prog, &[mode], 2);
@@ -1131,6 +1199,30 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
                     .map(|(_, e)| count(e, EventKind::StackFrame))
                     .sum();
                 assert!(frames > 0, "{name} {mode}: no stack frames recorded");
+                if opt == "-O0" {
+                    no_local_of_a_nested_function_names_the_frame(&trace, function);
+                }
+                if mode == "waves" {
+                    let (_, json, _) = audit_json(&trace);
+                    let mut names: Vec<String> = json["findings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|f| f["kind"] == "false_sharing")
+                        .map(|f| f["object"]["name"].as_str().unwrap().to_owned())
+                        .collect();
+                    names.sort();
+                    assert_eq!(
+                        names,
+                        [
+                            format!("local alpha of wave_alpha (stack_shared.c:{alpha})"),
+                            format!("local beta of wave_beta (stack_shared.c:{beta})"),
+                        ],
+                        "{name}: {:#}",
+                        json["findings"]
+                    );
+                    continue;
+                }
                 let (code, json, sarif) = audit_json(&trace);
                 let what = format!("{name} {mode}: {:#}", json["findings"]);
                 assert_eq!(code, 1, "{what}");

@@ -380,11 +380,10 @@ pub fn audit(
     let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
     // Memory known only by its address has no bounds to compare layouts by: a predicted
     // block of it counts the recorded events of every recorded line it overlaps.
-    let recorded_lines: BTreeMap<u64, u64> = reports[0]
-        .blocks
-        .iter()
-        .map(|b| (b.block, b.phi_prime))
-        .collect();
+    let mut recorded_lines: BTreeMap<u64, u64> = BTreeMap::new();
+    for b in &reports[0].blocks {
+        *recorded_lines.entry(b.block).or_default() += b.phi_prime;
+    }
     let recorded_overlapping = |b: &BlockEstimate, size: u64| -> u64 {
         let from = b.block.saturating_sub(line.saturating_sub(1));
         recorded_lines
@@ -788,7 +787,7 @@ fn finding(
     let declared_at = stack.as_ref().and_then(|s| {
         let l = s.local.as_ref()?;
         Some(SourceLine {
-            function: s.function.clone(),
+            function: l.function.clone().or_else(|| s.function.clone()),
             file: l.decl_file.clone()?,
             line: l.decl_line.filter(|&l| l > 0)?,
         })

@@ -170,7 +170,8 @@ pub struct PlutoReport {
     pub layout: Layout,
     /// Number of segments (of the thread with the most).
     pub segments: u64,
-    /// Blocks with φ̃ > 0, by φ̃′ then φ̃ (largest first).
+    /// Blocks with φ̃ > 0, by φ̃′ then φ̃ (largest first); a block appears once per data
+    /// object it held (see `Estimator::totals`).
     pub blocks: Vec<BlockEstimate>,
     /// Per thread: time units spent inside parallel regions (`RegionBegin`..`RegionEnd`), 0
     /// for threads that never entered one (e.g. plain pthreads).
@@ -290,8 +291,33 @@ struct Estimator {
     counts: FxHashMap<u64, BlockCounts>,
     /// Whether some block of the current segment is marked for detail.
     any_detail: bool,
-    totals: FxHashMap<u64, BlockEstimate>,
+    /// Estimates per block and the data object it held: a line reused by another object in
+    /// a later segment (a heap block freed and allocated again from elsewhere, a stack frame
+    /// of another call at the same address) is another estimate, so each object is reported
+    /// under its own name.
+    totals: FxHashMap<(u64, ObjectKey), BlockEstimate>,
     segments: u64,
+}
+
+/// What a block held in a segment, for [`Estimator::totals`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum ObjectKey {
+    /// Neither a heap block nor a recorded stack frame.
+    Other,
+    /// A heap block: its start and allocation site.
+    Heap(u64, Option<CodePos>),
+    /// A stack frame: its call site and top.
+    Stack(CodePos, u64),
+}
+
+impl ObjectKey {
+    fn of(heap: Option<&HeapBlock>, stack: Option<&StackSlot>) -> Self {
+        match (heap, stack) {
+            (Some(h), _) => ObjectKey::Heap(h.base, h.site),
+            (None, Some(s)) => ObjectKey::Stack(s.site, s.cfa),
+            (None, None) => ObjectKey::Other,
+        }
+    }
 }
 
 impl Estimator {
@@ -405,16 +431,16 @@ impl Estimator {
             if phi + crossing == 0 {
                 continue;
             }
-            let e = self.totals.entry(block).or_insert_with(|| {
-                let sample = if t.store { t.store_addr } else { t.first_addr };
-                let heap = heap.lookup_in_segment(sample);
-                BlockEstimate {
-                    block: block.wrapping_sub(self.layout.shift),
-                    sample_addr: sample,
-                    stack: heap.is_none().then(|| stacks.lookup(sample)).flatten(),
-                    heap,
-                    ..BlockEstimate::default()
-                }
+            let sample = if t.store { t.store_addr } else { t.first_addr };
+            let held = heap.lookup_in_segment(sample);
+            let frame = held.is_none().then(|| stacks.lookup(sample)).flatten();
+            let key = (block, ObjectKey::of(held.as_ref(), frame.as_ref()));
+            let e = self.totals.entry(key).or_insert_with(|| BlockEstimate {
+                block: block.wrapping_sub(self.layout.shift),
+                sample_addr: sample,
+                stack: frame,
+                heap: held,
+                ..BlockEstimate::default()
             });
             e.phi += phi + crossing;
             e.theta += theta + crossing;
@@ -464,7 +490,11 @@ impl Estimator {
                 e
             })
             .collect();
-        blocks.sort_by(|a, b| (b.phi_prime, b.phi, a.block).cmp(&(a.phi_prime, a.phi, b.block)));
+        // The object decides between estimates of one block (the map's order is not stable).
+        let object = |e: &BlockEstimate| ObjectKey::of(e.heap.as_ref(), e.stack.as_ref());
+        blocks.sort_by(|a, b| {
+            (b.phi_prime, b.phi, a.block, object(a)).cmp(&(a.phi_prime, a.phi, b.block, object(b)))
+        });
         PlutoReport {
             layout: self.layout,
             segments: self.segments,
@@ -525,7 +555,12 @@ fn estimate_buffered(
         let mut consumed = vec![0u64; streams.len()];
         buffer.clear();
         let mut overflow = false;
-        if main.waiting && streams.iter().skip(1).all(|s| s.2) {
+        if main.waiting
+            && streams
+                .iter()
+                .skip(1)
+                .all(|(t, _, done)| *done || !main.joined_ids.contains(t))
+        {
             main.waiting = false;
         }
         // The main thread's set-up, up to its first thread creation, is a round of its own.
@@ -577,11 +612,13 @@ fn estimate_buffered(
                                 }
                             }
                         }
-                        Some(Ok(Event::ThreadJoin { .. })) if i == 0 => {
+                        Some(Ok(Event::ThreadJoin { child })) if i == 0 => {
                             main.joined += 1;
-                            // Every other thread was created and joined by the main thread: what
-                            // follows runs alone, after all of them.
-                            if others > 0 && main.created == others && main.joined == others {
+                            main.joined_ids.insert(child);
+                            // The main thread joined every thread it created so far: what
+                            // follows (its tear-down, or a next wave of threads) runs after
+                            // all of them.
+                            if others > 0 && main.created > 0 && main.joined >= main.created {
                                 any = true;
                                 main.waiting = true;
                                 break;
@@ -622,6 +659,8 @@ fn estimate_buffered(
                             align,
                         })) => heap.on_alloc_in(*tid, addr, size, site, align),
                         Some(Ok(Event::AllocCaller { site })) => heap.on_caller(*tid, site),
+                        // Its stack may be reused by a thread created later.
+                        Some(Ok(Event::ThreadExit)) => stacks.forget(*tid),
                         Some(Ok(Event::StackFrame { site, sp, cfa })) => {
                             stacks.on_frame(*tid, site, sp, cfa, first_frame);
                             after_frame = true;
@@ -655,6 +694,7 @@ fn estimate_buffered(
             est.end_segment(heap, stacks);
         }
         heap.end_segment();
+        stacks.end_segment();
         first_round = false;
         // Threads whose creation is not in the trace (or names another thread) would wait
         // forever: once nothing else moves, they start.
@@ -700,15 +740,18 @@ fn reread_segment(
 }
 
 /// The main thread (the trace's first) as it creates and joins the others: its set-up before
-/// the first creation and its work after joining every other thread run alone, and are
-/// segments of their own.
+/// the first creation, and its work after joining every thread it created so far (its
+/// tear-down, or the set-up of a next wave of threads), run alone and are segments of their
+/// own.
 #[derive(Debug, Default)]
 struct MainThread {
     /// Threads it created so far.
     created: usize,
-    /// Threads it joined so far.
+    /// Joins so far.
     joined: usize,
-    /// It joined every other thread: its stream waits until theirs are read.
+    /// The threads it joined.
+    joined_ids: BTreeSet<ThreadId>,
+    /// It joined every thread it created: its stream waits until theirs are read.
     waiting: bool,
 }
 

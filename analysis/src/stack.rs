@@ -32,10 +32,17 @@ pub struct StackSlot {
 /// One frame: call site, `[sp, cfa)`.
 type Frame = (CodePos, u64, u64);
 
-/// Each thread's latest recorded frames.
+/// Each live thread's latest recorded frames.
 #[derive(Debug, Default, Clone)]
 pub struct StackMap {
-    frames: BTreeMap<ThreadId, Vec<Frame>>,
+    /// Per thread: when its set was recorded (a count of sets) and the set.
+    frames: BTreeMap<ThreadId, (u64, Vec<Frame>)>,
+    /// Sets of threads that ended during the current segment, kept until it ends: the
+    /// segment's memory is named then, and a thread that started others on its stack and
+    /// joined them may well have ended by that time.
+    ended: Vec<(ThreadId, (u64, Vec<Frame>))>,
+    /// Sets recorded so far.
+    sets: u64,
 }
 
 impl StackMap {
@@ -48,35 +55,61 @@ impl StackMap {
     /// was not one: the frames it recorded before are replaced. Frames beyond
     /// [`MAX_STACK_FRAMES`] per set and empty ones (`cfa <= sp`) are dropped.
     pub fn on_frame(&mut self, thread: ThreadId, site: CodePos, sp: u64, cfa: u64, first: bool) {
-        let frames = self.frames.entry(thread).or_default();
+        let (when, frames) = self.frames.entry(thread).or_default();
         if first {
             frames.clear();
+            self.sets += 1;
+            *when = self.sets;
         }
         if cfa > sp && frames.len() < MAX_STACK_FRAMES {
             frames.push((site, sp, cfa));
         }
     }
 
-    /// The recorded frame holding `addr`, of any thread (stacks are disjoint; should stale
-    /// frames of two threads overlap, the lower thread id wins).
+    /// Forgets the frames of `thread`, which ended, once the current segment ends (see
+    /// [`end_segment`](Self::end_segment)): its stack may be given to a thread created later
+    /// (glibc reuses the stacks of exited threads), whose memory they must not name.
+    pub fn forget(&mut self, thread: ThreadId) {
+        if let Some(set) = self.frames.remove(&thread) {
+            self.ended.push((thread, set));
+        }
+    }
+
+    /// Ends a segment: its memory is named, the frames of threads that ended in it go.
+    pub fn end_segment(&mut self) {
+        self.ended.clear();
+    }
+
+    /// The recorded frame holding `addr`, of any thread. Stacks of live threads are disjoint;
+    /// should frames of two threads still overlap (an exit the trace lacks), the most recently
+    /// recorded set wins.
     pub fn lookup(&self, addr: u64) -> Option<StackSlot> {
-        self.frames.iter().find_map(|(&thread, frames)| {
-            frames
-                .iter()
-                .find(|&&(_, sp, cfa)| sp <= addr && addr < cfa)
-                .map(|&(site, sp, cfa)| StackSlot {
-                    thread,
-                    site,
-                    sp,
-                    cfa,
-                    addr,
-                })
-        })
+        let ended = self.ended.iter().map(|(t, set)| (t, set));
+        self.frames
+            .iter()
+            .chain(ended)
+            .filter_map(|(&thread, (when, frames))| {
+                frames
+                    .iter()
+                    .find(|&&(_, sp, cfa)| sp <= addr && addr < cfa)
+                    .map(|&(site, sp, cfa)| {
+                        let slot = StackSlot {
+                            thread,
+                            site,
+                            sp,
+                            cfa,
+                            addr,
+                        };
+                        (*when, slot)
+                    })
+            })
+            .max_by_key(|&(when, _)| when)
+            .map(|(_, slot)| slot)
     }
 
     /// Number of frames held over all threads.
     pub fn len(&self) -> usize {
-        self.frames.values().map(Vec::len).sum()
+        self.frames.values().map(|(_, f)| f.len()).sum()
     }
 
     /// Whether no frame is held.
@@ -114,6 +147,16 @@ mod tests {
         assert_eq!(m.lookup(0x1050), None);
         assert_eq!(m.lookup(0x2008).map(|s| s.site), Some(pos(0x40)));
         assert_eq!(m.lookup(0x9000).map(|s| s.thread), Some(1));
+        // Overlapping sets of two threads: the later one names the memory; a thread that
+        // ended names nothing.
+        m.on_frame(2, pos(0x50), 0x1ff0, 0x2020, true);
+        assert_eq!(m.lookup(0x2008).map(|s| s.thread), Some(2));
+        // A thread that ended names its memory until the segment ends.
+        m.forget(2);
+        assert_eq!(m.lookup(0x2008).map(|s| s.thread), Some(2));
+        m.end_segment();
+        assert_eq!(m.lookup(0x2008).map(|s| s.thread), Some(0));
+        assert_eq!(m.lookup(0x1ff0), None);
     }
 
     #[test]

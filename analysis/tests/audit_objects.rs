@@ -328,3 +328,39 @@ fn a_thread_created_by_a_thread_with_a_higher_id_starts_in_its_creators_segment(
         "{r:#?}"
     );
 }
+
+#[test]
+fn threads_of_a_wave_the_main_thread_joined_are_not_concurrent_with_the_next_wave() {
+    let base = 0x50_0000;
+    let worker = |t| {
+        let mut v = vec![Event::ThreadStart];
+        v.extend(counters(base, t));
+        v.push(Event::ThreadExit);
+        v
+    };
+    // Thread 1 is created and joined before thread 2 is created: the same line, never at
+    // the same time.
+    let waves = vec![
+        Event::ThreadCreate { child: 1 },
+        Event::ThreadJoin { child: 1 },
+        Event::ThreadCreate { child: 2 },
+        Event::ThreadJoin { child: 2 },
+    ];
+    let (_dir, t) = trace(vec![waves, worker(0), worker(1)]);
+    let r = audit_of(&t);
+    assert_eq!(kinds(&r), [], "{r:#?}");
+    // Both created before either is joined: false sharing.
+    let together = vec![
+        Event::ThreadCreate { child: 1 },
+        Event::ThreadCreate { child: 2 },
+        Event::ThreadJoin { child: 1 },
+        Event::ThreadJoin { child: 2 },
+    ];
+    let (_dir, t) = trace(vec![together, worker(0), worker(1)]);
+    let r = audit_of(&t);
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{r:#?}"
+    );
+}

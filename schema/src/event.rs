@@ -245,8 +245,9 @@ pub enum Event {
 
 /// Most [`Event::StackFrame`] events a recorder writes at once, and that readers keep per
 /// thread: a local variable shared with other threads is usually in the function that starts
-/// them, or a few callers out.
-pub const MAX_STACK_FRAMES: usize = 8;
+/// them, or a few callers out, and an OpenMP runtime may add a few frames of its own
+/// (libomp calls the recorder from inside its fork).
+pub const MAX_STACK_FRAMES: usize = 16;
 
 /// Most [`Event::AllocCaller`] events a recorder writes after one `Alloc`, and that readers
 /// keep: enough to get from a library's or a wrapper's allocation to the program's line, also

@@ -2,7 +2,8 @@
  * the false-sharing audit must name the array (a local of that function, from DWARF), not an
  * address. `omp`: a parallel region writes partial[t]; `padded`: the same with each element
  * on its own 64-byte line (no finding); `pthreads`: two threads created with pointers to
- * neighbouring elements. */
+ * neighbouring elements; `waves`: that twice, from two functions one after the other;
+ * `deep`: a region forked twelve calls below the function that declares the array. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -57,10 +58,52 @@ static long sum_pthreads(void) {
     return counts[0] + counts[1];
 }
 
+/* Two waves: each function starts two threads on its own local array and joins them; the
+ * second function's array takes the first one's stack bytes, but not at the same time. */
+static __attribute__((noinline)) long wave_alpha(void) {
+    volatile long alpha[2] = {0, 0}; /* ALPHA_LOCAL */
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, count, (void *)&alpha[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    return alpha[0] + alpha[1];
+}
+
+static __attribute__((noinline)) long wave_beta(void) {
+    volatile long beta[2] = {0, 0}; /* BETA_LOCAL */
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, count, (void *)&beta[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    return beta[0] + beta[1] + 1; /* not wave_alpha's code: gcc -O2 would fold the two */
+}
+
+/* A region forked a few calls below the function whose local array it writes. */
+static __attribute__((noinline)) long deep(int d, volatile long *arr) {
+    if (d > 0)
+        return deep(d - 1, arr) + 1;
+#pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num();
+        for (long i = 0; i < ROUNDS; i++)
+            arr[t] += i & 3;
+    }
+    return arr[0] + arr[1];
+}
+
+static __attribute__((noinline)) long sum_deep(void) {
+    volatile long deep_arr[4] = {0, 0, 0, 0}; /* DEEP_LOCAL */
+    return deep(11, deep_arr);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "omp";
     long s = strcmp(mode, "padded") == 0     ? sum_padded()
              : strcmp(mode, "pthreads") == 0 ? sum_pthreads()
+             : strcmp(mode, "waves") == 0    ? wave_alpha() + wave_beta()
+             : strcmp(mode, "deep") == 0     ? sum_deep()
                                              : sum_omp();
     printf("%s %ld\n", mode, s);
     return 0;

@@ -315,6 +315,11 @@ pub(crate) fn locals_at<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, pc: u64) 
                 let live = covers(unit, entry, pc).unwrap_or(true);
                 scopes.push((depth, live, None));
             }
+            // A function nested in this one (gcc's outlined parallel regions, `f._omp_fn.0`,
+            // are children of `f`) has its own frame: its variables are not this frame's.
+            (gimli::DW_TAG_subprogram, Some(_)) => {
+                scopes.push((depth, false, None));
+            }
             (gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter, Some((_, reg, base))) => {
                 if !scopes.iter().all(|&(_, live, _)| live) {
                     continue;

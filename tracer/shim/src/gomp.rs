@@ -89,6 +89,8 @@ extern "C" fn run_region(p: *mut c_void) {
         size,
     };
     if let Some(st) = thread::current() {
+        // The team exists: threads the region's code creates are the program's.
+        st.forking = false;
         st.quiet(|st| st.teams.push(team));
         st.push(Event::RegionBegin { region, team: size });
         st.push(Event::BarrierEnter {
@@ -120,12 +122,16 @@ fn fork(f: OutlinedFn, data: *mut c_void, fork: impl FnOnce(OutlinedFn, *mut c_v
     };
     // The region's code may write the forking function's locals (shared variables).
     stack::record(st);
+    st.forking = true;
     let mut region = Region {
         f,
         data,
         team: NEXT_TEAM.fetch_add(1, Ordering::Relaxed),
     };
     fork(run_region, (&mut region as *mut Region).cast());
+    if let Some(st) = thread::current() {
+        st.forking = false;
+    }
 }
 
 /// The innermost team's barrier around `wait`.

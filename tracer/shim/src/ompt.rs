@@ -284,6 +284,7 @@ unsafe extern "C" fn on_parallel_begin(
     let Some(st) = thread::current() else { return };
     // The region's code may write the encountering function's locals (shared variables).
     stack::record(st);
+    st.forking = true;
     let par = Parallel {
         team: NEXT_TEAM.fetch_add(1, Ordering::Relaxed),
         region: codeptr_ra as u64,
@@ -299,6 +300,10 @@ unsafe extern "C" fn on_parallel_end(
     _flags: c_int,
     _codeptr_ra: *const c_void,
 ) {
+    // Should no implicit task have begun on this thread, the fork ends here at the latest.
+    if let Some(st) = thread::current() {
+        st.forking = false;
+    }
     // SAFETY: as in `on_parallel_begin`.
     let Some(pd) = (unsafe { parallel_data.as_mut() }) else {
         return;
@@ -341,6 +346,8 @@ unsafe extern "C" fn on_implicit_task(
             let (Some(par), Some(st)) = (par, thread::current()) else {
                 return;
             };
+            // The team exists: threads the region's code creates are the program's.
+            st.forking = false;
             let size = actual_parallelism.max(1);
             let team = Team {
                 barrier: TEAM_BASE | par.team,

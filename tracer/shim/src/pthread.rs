@@ -113,8 +113,11 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { real_create()(th, attr, start, arg) };
     };
-    // The new thread may write the creating function's locals (through `arg`).
-    stack::record(st);
+    // The new thread may write the creating function's locals (through `arg`); not when the
+    // OpenMP runtime creates its workers during a fork (the fork recorded the frames).
+    if !st.forking {
+        stack::record(st);
+    }
     let tid = recorder::next_tid();
     let boxed = st.quiet(|_| Box::into_raw(Box::new(Start { start, arg, tid })));
     // SAFETY: the caller's arguments, with our start routine and its boxed context.

@@ -74,6 +74,36 @@ pub(crate) fn is_writer_thread() -> bool {
     me == WRITER_THREAD.load(Ordering::SeqCst)
 }
 
+/// Blocks every signal but those a fault raises in the calling thread; returns the mask
+/// before. glibc keeps its own internal signals (thread cancellation, `setxid`) unblocked.
+fn block_async_signals() -> libc::sigset_t {
+    // SAFETY: `sigset_t` is plain data that `sigfillset` initializes; the calls get valid
+    // pointers to locals and change only this thread's mask.
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut block);
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+        ] {
+            libc::sigdelset(&mut block, sig);
+        }
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+        old
+    }
+}
+
+/// Sets the calling thread's signal mask back to `mask`.
+fn restore_signal_mask(mask: &libc::sigset_t) {
+    // SAFETY: `mask` came from `pthread_sigmask`; only this thread's mask changes.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, mask, std::ptr::null_mut()) };
+}
+
 /// Messages to the writer thread.
 pub(crate) enum Msg {
     /// Events of one thread, in order.
@@ -196,6 +226,11 @@ pub(crate) fn start() {
         .and_then(|l| parse_cpu_list(&l));
     // Like ENV_OUT: the program's own children must not inherit it.
     std::env::remove_var(ENV_WRITER_CPUS);
+    // The writer starts with asynchronous signals blocked (a thread inherits its creator's
+    // mask, so none can arrive before its body runs): the program's handlers must never run
+    // on it. A handler that forks a parallel region or allocates would otherwise run while the
+    // writer holds the allocator's lock and wait for it forever.
+    let mask = block_async_signals();
     let handle = std::thread::Builder::new()
         .name("cachescope-writer".into())
         .spawn(move || {
@@ -203,6 +238,7 @@ pub(crate) fn start() {
             lower_priority();
             writer_loop(writer, rx)
         });
+    restore_signal_mask(&mask);
     let handle = match handle {
         Ok(h) => h,
         Err(e) => {

@@ -166,6 +166,9 @@ pub(crate) struct ThreadState {
     pub teams: Vec<Team>,
     /// The stack frames this thread recorded last (`stack.rs`).
     pub stack_frames: Vec<crate::stack::Frame>,
+    /// Set while the thread forks a parallel region: the OpenMP runtime's own thread
+    /// creations then record no frames (the region's frames, recorded at the fork, stay).
+    pub forking: bool,
     /// Block costs seen by this thread ([`BLOCK_CACHE`] entries).
     pub blocks: Box<[CachedBlock]>,
 }
@@ -307,6 +310,7 @@ fn create() -> Option<&'static mut ThreadState> {
         swap: Mutex::new(SwapState::default()),
         teams: Vec::with_capacity(8),
         stack_frames: Vec::with_capacity(cachescope_schema::event::MAX_STACK_FRAMES),
+        forking: false,
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
     });
     let raw = Box::into_raw(st);
