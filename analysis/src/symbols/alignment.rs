@@ -55,7 +55,7 @@ pub(crate) fn declared_alignments<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> 
 
 /// The address of a variable whose location is a single address (`DW_OP_addr` or
 /// `DW_OP_addrx`): a global or static, not a local or thread-local one.
-fn location_address<R: gimli::Reader>(
+pub(crate) fn location_address<R: gimli::Reader>(
     dwarf: &gimli::Dwarf<R>,
     unit: &gimli::Unit<R>,
     entry: &gimli::DebuggingInformationEntry<'_, '_, R>,

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use addr2line::gimli;
 use gimli::AttributeValue;
 
+use super::alignment::location_address;
+
 /// How many `DW_AT_abstract_origin`/`DW_AT_specification` links are followed to a name.
 const MAX_LINKS: usize = 8;
 
@@ -46,27 +48,6 @@ fn name_of<R: gimli::Reader>(
     None
 }
 
-/// The single address of a `DW_OP_addr`/`DW_OP_addrx` location (not thread-local storage).
-fn static_address<R: gimli::Reader>(
-    unit: &gimli::Unit<R>,
-    dwarf: &gimli::Dwarf<R>,
-    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
-) -> Option<u64> {
-    let Ok(Some(AttributeValue::Exprloc(expr))) = entry.attr_value(gimli::DW_AT_location) else {
-        return None;
-    };
-    let mut ops = expr.0.clone();
-    let op = gimli::Operation::parse(&mut ops, unit.encoding()).ok()?;
-    if !ops.is_empty() {
-        return None;
-    }
-    match op {
-        gimli::Operation::Address { address } => Some(address),
-        gimli::Operation::AddressIndex { index } => dwarf.address(unit, index).ok(),
-        _ => None,
-    }
-}
-
 /// Link-time address of each variable with static storage declared inside a function → its
 /// name and that function. Units or entries that cannot be read are skipped (the symbol's
 /// own name is then used).
@@ -96,7 +77,7 @@ pub(crate) fn function_statics<R: gimli::Reader>(
                     let Some((_, function)) = functions.last() else {
                         continue;
                     };
-                    let Some(addr) = static_address(&unit, dwarf, entry) else {
+                    let Some(addr) = location_address(dwarf, &unit, entry) else {
                         continue;
                     };
                     if let Some(name) = name_of(&unit, dwarf, entry) {
