@@ -562,6 +562,7 @@ fn estimate_buffered(
                 .all(|(t, _, done)| *done || !main.joined_ids.contains(t))
         {
             main.waiting = false;
+            main.resumed = true;
         }
         // The main thread's set-up, up to its first thread creation, is a round of its own.
         let mut alone = false;
@@ -605,7 +606,11 @@ fn estimate_buffered(
                             }
                             if i == 0 {
                                 main.created += 1;
-                                if first_round && main.created == 1 && others > 0 {
+                                main.created_ids.insert(child);
+                                // Its set-up before the first creation, or before the first
+                                // creation of a next wave, is a segment of its own.
+                                let setup = first_round && main.created == 1;
+                                if others > 0 && (setup || std::mem::take(&mut main.resumed)) {
                                     any = true;
                                     alone = true;
                                     break;
@@ -613,14 +618,19 @@ fn estimate_buffered(
                             }
                         }
                         Some(Ok(Event::ThreadJoin { child })) if i == 0 => {
-                            main.joined += 1;
                             main.joined_ids.insert(child);
-                            // The main thread joined every thread it created so far: what
-                            // follows (its tear-down, or a next wave of threads) runs after
-                            // all of them.
-                            if others > 0 && main.created > 0 && main.joined >= main.created {
+                            // The main thread joined every thread it created so far, and no
+                            // other thread runs (a detached one, or one a thread created and
+                            // nobody joined yet): what follows (its tear-down, or a next wave
+                            // of threads) runs after all of them.
+                            // Whether another thread still runs (a detached one, or one that a
+                            // thread created and nobody joined) is known once the round's other
+                            // streams were read: main pauses here until then.
+                            let all_joined = !main.created_ids.is_empty()
+                                && main.created_ids.is_subset(&main.joined_ids);
+                            if others > 0 && all_joined {
                                 any = true;
-                                main.waiting = true;
+                                main.paused = true;
                                 break;
                             }
                         }
@@ -672,6 +682,26 @@ fn estimate_buffered(
                     }
                 }
             }
+            // The main thread paused at a join: if a thread it did not join ran in this round,
+            // main's next steps are concurrent with it and main goes on in this round; else it
+            // waits until the threads it joined are read to their ends.
+            if std::mem::take(&mut main.paused) {
+                let others_ran = (1..ids.len())
+                    .any(|j| consumed[j] > 0 && !unborn[j] && !main.joined_ids.contains(&ids[j]));
+                if others_ran {
+                    ran[0] = false;
+                    pass_ran = true;
+                } else {
+                    main.waiting = true;
+                }
+            }
+        }
+        // Threads whose creation is not in the trace (or names another thread) would wait
+        // forever: once nothing else moves, they start. The round read no access, so it is
+        // no segment (ending one would lose the transfers between its neighbours).
+        if !any && unborn.iter().any(|&u| u) {
+            unborn.iter_mut().for_each(|u| *u = false);
+            continue;
         }
         let mut second_pass = false;
         for est in &mut estimators {
@@ -696,12 +726,6 @@ fn estimate_buffered(
         heap.end_segment();
         stacks.end_segment();
         first_round = false;
-        // Threads whose creation is not in the trace (or names another thread) would wait
-        // forever: once nothing else moves, they start.
-        if !any && unborn.iter().any(|&u| u) {
-            unborn.iter_mut().for_each(|u| *u = false);
-            continue;
-        }
         if streams.iter().all(|s| s.2) || (!any && !main.waiting) {
             break;
         }
@@ -747,12 +771,18 @@ fn reread_segment(
 struct MainThread {
     /// Threads it created so far.
     created: usize,
-    /// Joins so far.
-    joined: usize,
+    /// The threads it created.
+    created_ids: BTreeSet<ThreadId>,
     /// The threads it joined.
     joined_ids: BTreeSet<ThreadId>,
     /// It joined every thread it created: its stream waits until theirs are read.
     waiting: bool,
+    /// It stopped waiting: its next thread creation ends its segment (the next wave's set-up
+    /// runs alone).
+    resumed: bool,
+    /// It joined every thread it created and stopped reading for this round, until the
+    /// round's other streams say whether another thread still runs.
+    paused: bool,
 }
 
 #[cfg(test)]

@@ -364,3 +364,55 @@ fn threads_of_a_wave_the_main_thread_joined_are_not_concurrent_with_the_next_wav
         "{r:#?}"
     );
 }
+
+#[test]
+fn the_main_threads_work_after_a_join_is_concurrent_with_threads_it_did_not_join() {
+    let base = 0x60_0000;
+    // Main creates thread 1 and joins it; thread 1 started thread 2 (detached), which still
+    // runs while main goes on updating the counter next to thread 2's.
+    let mut main = vec![
+        Event::ThreadCreate { child: 1 },
+        Event::ThreadJoin { child: 1 },
+    ];
+    main.extend(counters(base, 0));
+    let first = vec![
+        Event::ThreadStart,
+        Event::ThreadCreate { child: 2 },
+        Event::ThreadExit,
+    ];
+    let mut second = vec![Event::ThreadStart];
+    second.extend(counters(base, 1));
+    second.push(Event::ThreadExit);
+    let (_dir, t) = trace(vec![main, first, second]);
+    let r = audit_of(&t);
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn the_set_up_of_a_next_wave_is_not_concurrent_with_that_wave() {
+    let base = 0x70_0000;
+    // Wave 1 works elsewhere; then main updates counter 0 and only after that creates thread
+    // 2, which updates counter 1: never at the same time.
+    let mut main = vec![
+        Event::ThreadCreate { child: 1 },
+        Event::ThreadJoin { child: 1 },
+    ];
+    main.extend(counters(base, 0));
+    main.extend([
+        Event::ThreadCreate { child: 2 },
+        Event::ThreadJoin { child: 2 },
+    ]);
+    let mut first = vec![Event::ThreadStart];
+    first.extend(counters(base + 0x1000, 0));
+    first.push(Event::ThreadExit);
+    let mut second = vec![Event::ThreadStart];
+    second.extend(counters(base, 1));
+    second.push(Event::ThreadExit);
+    let (_dir, t) = trace(vec![main, first, second]);
+    let r = audit_of(&t);
+    assert_eq!(kinds(&r), [], "{r:#?}");
+}
