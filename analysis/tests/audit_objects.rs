@@ -49,6 +49,14 @@ fn counters(base: u64, t: u64) -> Vec<Event> {
         .collect()
 }
 
+/// A created thread's stream: `ThreadStart`, [`counters`]`(base, t)`, `ThreadExit`.
+fn created_counters(base: u64, t: u64) -> Vec<Event> {
+    let mut v = vec![Event::ThreadStart];
+    v.extend(counters(base, t));
+    v.push(Event::ThreadExit);
+    v
+}
+
 fn audit_of(trace: &TraceFile) -> AuditReport {
     let config = AuditConfig {
         min_events: 100,
@@ -279,9 +287,7 @@ fn a_thread_created_after_a_barrier_is_not_concurrent_with_what_came_before_it()
     first.extend(counters(base, 0));
     first.extend(barrier(7));
     first.push(Event::ThreadExit);
-    let mut second = vec![Event::ThreadStart];
-    second.extend(counters(base, 1));
-    second.push(Event::ThreadExit);
+    let second = created_counters(base, 1);
     let (_dir, t) = trace(vec![main, first.clone(), second.clone()]);
     let r = audit_of(&t);
     assert_eq!(kinds(&r), [], "{r:#?}");
@@ -317,9 +323,7 @@ fn a_thread_created_by_a_thread_with_a_higher_id_starts_in_its_creators_segment(
     let mut second = vec![Event::ThreadStart, Event::ThreadCreate { child: 1 }];
     second.extend(counters(base, 1));
     second.extend([Event::ThreadJoin { child: 1 }, Event::ThreadExit]);
-    let mut first = vec![Event::ThreadStart];
-    first.extend(counters(base, 0));
-    first.push(Event::ThreadExit);
+    let first = created_counters(base, 0);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
     assert_eq!(
@@ -332,12 +336,7 @@ fn a_thread_created_by_a_thread_with_a_higher_id_starts_in_its_creators_segment(
 #[test]
 fn threads_of_a_wave_the_main_thread_joined_are_not_concurrent_with_the_next_wave() {
     let base = 0x50_0000;
-    let worker = |t| {
-        let mut v = vec![Event::ThreadStart];
-        v.extend(counters(base, t));
-        v.push(Event::ThreadExit);
-        v
-    };
+    let worker = |t| created_counters(base, t);
     // Thread 1 is created and joined before thread 2 is created: the same line, never at
     // the same time.
     let waves = vec![
@@ -380,9 +379,7 @@ fn the_main_threads_work_after_a_join_is_concurrent_with_threads_it_did_not_join
         Event::ThreadCreate { child: 2 },
         Event::ThreadExit,
     ];
-    let mut second = vec![Event::ThreadStart];
-    second.extend(counters(base, 1));
-    second.push(Event::ThreadExit);
+    let second = created_counters(base, 1);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
     assert_eq!(
@@ -406,12 +403,8 @@ fn the_set_up_of_a_next_wave_is_not_concurrent_with_that_wave() {
         Event::ThreadCreate { child: 2 },
         Event::ThreadJoin { child: 2 },
     ]);
-    let mut first = vec![Event::ThreadStart];
-    first.extend(counters(base + 0x1000, 0));
-    first.push(Event::ThreadExit);
-    let mut second = vec![Event::ThreadStart];
-    second.extend(counters(base, 1));
-    second.push(Event::ThreadExit);
+    let first = created_counters(base + 0x1000, 0);
+    let second = created_counters(base, 1);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
     assert_eq!(kinds(&r), [], "{r:#?}");
