@@ -101,6 +101,7 @@ fn nine_counts_identical_to_valgrind_cachegrind() {
                 "--json",
             ]));
             let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(report["cachegrind"]["fetches_in_trace"], true, "{prog}");
             let events = &report["cachegrind"]["events"];
             for (name, want) in &expected {
                 assert_eq!(

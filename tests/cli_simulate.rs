@@ -47,6 +47,39 @@ fn simulate_table_and_json() {
 }
 
 #[test]
+fn cachegrind_mode_says_when_the_trace_has_no_instruction_fetches() {
+    // Generated traces, like recorded programs' traces, have data accesses only: Ir, I1mr
+    // and ILmr were not simulated and must not read as "0 fetched, 0 missed".
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "stream", "1");
+    let t = t.to_str().unwrap();
+    let o = cachescope(&["simulate", t, "--machine", "cachegrind"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for name in ["Ir", "I1mr", "ILmr"] {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row: {text}"));
+        assert_eq!(row.split_whitespace().nth(1), Some("-"), "{text}");
+    }
+    assert!(
+        text.contains("the trace has no instruction fetches"),
+        "{text}"
+    );
+    let dr = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("Dr"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_ne!(dr, "0", "{text}");
+    let o = cachescope(&["simulate", t, "--machine", "cachegrind", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["cachegrind"]["fetches_in_trace"], false, "{r:#}");
+}
+
+#[test]
 fn simulate_parallel_engine() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "stencil", "4");

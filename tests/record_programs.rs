@@ -604,6 +604,43 @@ fn cxx_of(compiler: &str) -> String {
 }
 
 #[test]
+fn openmp_regions_are_named_after_the_function_they_are_written_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_omp_region.cpp");
+    let line = line_of(&src, "REGION_WRITE");
+    for compiler in compilers() {
+        let cxx = cxx_of(compiler);
+        for opt in ["-O0", "-O2"] {
+            let name = format!("cxx-omp-region-{compiler}{opt}");
+            let prog = build(dir.path(), &name, &cxx, &src, &[opt, "-g", "-fopenmp"]);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 2), "sum=300000\n", "{name}");
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name}: {:#}", json["findings"]);
+            assert_eq!(code, 1, "{what}");
+            let f = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["kind"] == "false_sharing")
+                .unwrap_or_else(|| panic!("{what}"));
+            for side in ["writer", "victim"] {
+                assert_eq!(
+                    f[side]["function"], "ns::Acc::run(long) (OpenMP region)",
+                    "{what}"
+                );
+                // clang -O2 puts the store on the loop's line, right above.
+                let at = f[side]["line"].as_u64().unwrap_or(0);
+                assert!(
+                    (u64::from(line) - 1..=u64::from(line)).contains(&at),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_new.cpp");
@@ -1241,6 +1278,14 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
                 );
                 assert_eq!(f["declared_at"]["line"].as_u64(), Some(u64::from(line)));
                 assert_eq!(f["offsets"], serde_json::json!([0]), "{what}");
+                if mode == "omp" {
+                    // The region's code is named after the function it is written in, with
+                    // either compiler (gcc outlines it into `sum_omp._omp_fn.0`, clang into
+                    // `.omp_outlined.` around `.omp_outlined._debug__`).
+                    for side in ["writer", "victim"] {
+                        assert_eq!(f[side]["function"], "sum_omp (OpenMP region)", "{what}");
+                    }
+                }
                 // In SARIF, the declaration is the related location with id 2.
                 let result = &sarif["runs"][0]["results"]
                     .as_array()

@@ -25,6 +25,7 @@ mod alignment;
 mod locals;
 mod module;
 mod path;
+mod regions;
 mod source;
 mod statics;
 
@@ -97,8 +98,12 @@ impl Default for SymbolizerOptions {
 /// A caller into which the code was inlined, with the position of the inlined call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlinedCall {
-    /// The calling function (demangled).
+    /// The calling function (demangled; an OpenMP region's outlined function as
+    /// `PARENT (OpenMP region)`, see [`CodeLocation::function`]).
     pub function: Option<String>,
+    /// The function is a wrapper the compiler made that only calls the code at this line
+    /// (clang's `.omp_outlined.`, names starting with a dot), not the program's code.
+    pub compiler_made: bool,
     /// Source file of the call site, as DWARF gives it (usually absolute).
     pub file: Option<String>,
     /// Line of the call site.
@@ -115,8 +120,13 @@ pub struct CodeLocation {
     /// Link-time address in the module (position minus load bias): what `addr2line -e MODULE`
     /// takes.
     pub module_address: u64,
-    /// Innermost function (demangled for C++ and Rust), inlined or not.
+    /// Innermost function (demangled for C++ and Rust), inlined or not. The function a
+    /// compiler outlined an OpenMP region into is named after the function the region is
+    /// written in, `main (OpenMP region)`, with gcc (`main._omp_fn.0`) and clang
+    /// (`.omp_outlined._debug__`) alike.
     pub function: Option<String>,
+    /// The innermost function is a wrapper the compiler made ([`InlinedCall::compiler_made`]).
+    pub compiler_made: bool,
     /// Source file, as DWARF gives it (compilation directory joined: usually absolute).
     pub file: Option<String>,
     /// Source line (`None` when unknown, including DWARF's line 0).
@@ -145,6 +155,7 @@ impl CodeLocation {
     pub fn frames(&self) -> impl Iterator<Item = InlinedCall> + '_ {
         std::iter::once(InlinedCall {
             function: self.function.clone(),
+            compiler_made: self.compiler_made,
             file: self.file.clone(),
             line: self.line,
             column: self.column,
@@ -178,11 +189,12 @@ pub fn is_system_module(path: &str) -> bool {
 }
 
 impl InlinedCall {
-    /// Whether the function is one the compiler made rather than the program's author:
-    /// names starting with a dot, such as clang's OpenMP `.omp_outlined.` (gcc's
-    /// `main._omp_fn.0` holds the region's body itself, so it names allocations).
+    /// Whether the function is one the compiler made rather than the program's author, a
+    /// wrapper that only calls the code at its line, such as clang's OpenMP
+    /// `.omp_outlined.` (the region's body, clang's `.omp_outlined._debug__` or gcc's
+    /// `main._omp_fn.0`, is the program's code and names allocations).
     pub fn is_compiler_generated(&self) -> bool {
-        self.function.as_deref().is_some_and(|f| f.starts_with('.'))
+        self.compiler_made
     }
 
     /// Whether the frame is in the program's own source: it has a source file, and not a
@@ -524,6 +536,7 @@ impl Symbolizer {
             module: module_name,
             module_address: probe,
             function: None,
+            compiler_made: false,
             file: None,
             line: None,
             column: None,
@@ -535,9 +548,22 @@ impl Symbolizer {
         if loc.outer_function().is_none() {
             // No DWARF, or DWARF without a subprogram here (assembly): the symbol table.
             let name = m.functions.find(probe).map(|s| s.name.to_string());
+            let made = name.as_deref().is_some_and(regions::is_compiler_wrapper);
             match loc.inlined_into.last_mut() {
-                Some(outer) => outer.function = name,
-                None => loc.function = name,
+                Some(outer) => (outer.function, outer.compiler_made) = (name, made),
+                None => (loc.function, loc.compiler_made) = (name, made),
+            }
+        }
+        // Outlined OpenMP regions are named after the function they are written in.
+        let parent = m.outlined_parent(probe);
+        let names = std::iter::once(&mut loc.function)
+            .chain(loc.inlined_into.iter_mut().map(|c| &mut c.function));
+        for name in names {
+            if let Some(region) = name
+                .as_deref()
+                .and_then(|n| regions::region_name(n, parent))
+            {
+                *name = Some(region);
             }
         }
         Some(loc)
@@ -769,8 +795,12 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
             ),
             None => (None, None, None),
         };
+        let compiler_made = function
+            .as_deref()
+            .is_some_and(regions::is_compiler_wrapper);
         if first {
             loc.function = function;
+            loc.compiler_made = compiler_made;
             loc.file = file;
             loc.line = line;
             loc.column = column;
@@ -778,6 +808,7 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
         } else {
             loc.inlined_into.push(InlinedCall {
                 function,
+                compiler_made,
                 file,
                 line,
                 column,

@@ -217,6 +217,10 @@ pub struct CachegrindReport {
     pub config: CgConfig,
     /// The nine events.
     pub events: CgCounts,
+    /// Whether the trace has instruction fetches (traces imported from Lackey do). Traces of
+    /// recorded programs have none, so their `Ir`, `I1mr` and `ILmr` are 0 because nothing
+    /// was simulated, not because nothing was fetched or missed.
+    pub fetches_in_trace: bool,
 }
 
 /// How the parallel engine simulated its quanta. Like every counter it depends only on the

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use cachescope_schema::prefetch::{prefetch, Prefetched};
 use cachescope_schema::{
-    Event, QuantaSizes, ThreadId, TimeUnit, TimedEvent, TraceError, TraceFile,
+    AccessKind, Event, QuantaSizes, ThreadId, TimeUnit, TimedEvent, TraceError, TraceFile,
 };
 
 use crate::bandwidth::{BandwidthConfig, BandwidthReport, BandwidthTimeline, ChannelError};
@@ -302,8 +302,10 @@ pub fn simulate_cachegrind(
     let placement = mapping.place(&threads, model.cores)?;
     let mut engine = ExactEngine::new(model, &placement, trace.header().time_unit);
     let mut cg = CachegrindSim::new(cfg);
+    let mut fetches = false;
     for_each_event(trace, |e| {
         if let Event::Access(a) = &e.event {
+            fetches |= a.kind == AccessKind::Fetch;
             cg.access(a);
         }
         engine.process(e);
@@ -313,6 +315,7 @@ pub fn simulate_cachegrind(
     report.cachegrind = Some(CachegrindReport {
         config: cfg,
         events: cg.counts,
+        fetches_in_trace: fetches,
     });
     Ok(report)
 }

@@ -137,7 +137,19 @@ pub fn render(trace: &str, r: &SimReport) -> String {
             cg.config.ll.line
         );
         for (name, v) in e.named() {
-            let _ = writeln!(o, "  {name:<5} {:>16}", thousands(v));
+            if !cg.fetches_in_trace && matches!(name, "Ir" | "I1mr" | "ILmr") {
+                let _ = writeln!(o, "  {name:<5} {:>16}", "-");
+            } else {
+                let _ = writeln!(o, "  {name:<5} {:>16}", thousands(v));
+            }
+        }
+        if !cg.fetches_in_trace {
+            let _ = writeln!(
+                o,
+                "  (the trace has no instruction fetches, so Ir, I1mr and ILmr are not \
+                 simulated: recorded programs' traces count instructions but not their \
+                 addresses; `import lackey` traces have them)"
+            );
         }
         let _ = writeln!(o);
     }

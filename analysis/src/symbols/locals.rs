@@ -220,7 +220,10 @@ fn array_elements<R: gimli::Reader>(
 
 /// The path of file `index` of the unit's line program (its directory and the unit's
 /// compilation directory prepended when relative).
-fn decl_file<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, index: u64) -> Option<String> {
+pub(crate) fn decl_file<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    index: u64,
+) -> Option<String> {
     let program = unit.line_program.as_ref()?;
     let header = program.header();
     let file = header.file(index)?;

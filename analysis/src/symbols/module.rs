@@ -17,6 +17,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use tracing::{debug, warn};
 
 use super::alignment::declared_alignments;
+use super::regions::{outlined_regions, OutlinedRegions};
 use super::statics::{function_statics, FunctionStatic};
 use super::{hex, SymbolError};
 
@@ -119,6 +120,8 @@ struct Parsed {
     alignments: BTreeMap<u64, u64>,
     /// Variables declared `static` in a function, by link-time address (`statics.rs`).
     statics: BTreeMap<u64, FunctionStatic>,
+    /// clang's outlined OpenMP regions and their enclosing functions (`regions.rs`).
+    regions: OutlinedRegions,
 }
 
 /// A module that was read and checked against the trace's build-id.
@@ -288,6 +291,16 @@ impl LoadedModule {
         }
     }
 
+    /// The function enclosing the clang-outlined OpenMP region whose code holds link-time
+    /// address `addr` (see `regions.rs`; the DWARF must already be parsed, as by
+    /// [`Self::context`]).
+    pub fn outlined_parent(&self, addr: u64) -> Option<&str> {
+        match &self.dwarf {
+            Dwarf::Ready(parsed) => parsed.regions.parent_at(addr),
+            _ => None,
+        }
+    }
+
     /// The alignment declared in DWARF for the variable starting at link-time address
     /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
     pub fn declared_alignment(&mut self, start: u64) -> Option<u64> {
@@ -345,11 +358,13 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     let dwarf = gimli::Dwarf::load(load)?;
     let alignments = declared_alignments(&dwarf);
     let statics = function_statics(&dwarf);
+    let regions = outlined_regions(&dwarf);
     let context = Context::from_dwarf(dwarf).map_err(|e| e.to_string())?;
     Ok(Parsed {
         context,
         alignments,
         statics,
+        regions,
     })
 }
 
