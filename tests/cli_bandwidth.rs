@@ -42,6 +42,18 @@ fn summary_json_and_plots_are_deterministic() {
     ] {
         assert!(text.contains(needle), "{needle:?} missing in\n{text}");
     }
+    // The per-thread table is in a unit its times read in (a short run in seconds with four
+    // decimals was all zeros).
+    let estimated: f64 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("estimated"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no estimated row in\n{text}"));
+    assert!(
+        (1.0..1000.0).contains(&estimated),
+        "thread 0's estimate {estimated} in\n{text}"
+    );
     // Same trace and model: byte-identical JSON and plots, also with another window.
     let run = |name: &str, window: &str| -> (Vec<u8>, PathBuf) {
         let json = dir.path().join(format!("{name}.json"));

@@ -355,7 +355,10 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
             "min_time_share = -0.5",
             "min_time_share: must be a fraction",
         ),
-        ("penalty_cycles = 0", "penalty_cycles: must be positive"),
+        (
+            "penalty_cycles = 0",
+            "penalty_cycles: must be a positive finite number",
+        ),
         (
             "predict_line_sizes = [0, 48]",
             "predict_line_sizes: each must be",

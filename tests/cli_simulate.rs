@@ -80,6 +80,34 @@ fn cachegrind_mode_says_when_the_trace_has_no_instruction_fetches() {
 }
 
 #[test]
+fn unset_model_fields_are_left_out_of_the_json() {
+    // One convention for optional settings in the report's machine: absent, never `null`.
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "stream", "2");
+    let m = dir.path().join("m.toml");
+    std::fs::write(
+        &m,
+        "name = \"mini\"\ncores = 2\nline_size = 64\n[[levels]]\nname = \"L1\"\nsize = \"32K\"\n\
+         assoc = 8\n[bandwidth]\nghz = 2.0\nipc = 2.0\n[bandwidth.paths.L1-mem]\nread_gbs = 10.0\n",
+    )
+    .unwrap();
+    let o = cachescope(&[
+        "simulate",
+        t.to_str().unwrap(),
+        "--machine",
+        m.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        r["machine"]["bandwidth"],
+        serde_json::json!({"ghz": 2.0, "ipc": 2.0, "paths": {"L1-mem": {"read_gbs": 10.0}}})
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("null"));
+}
+
+#[test]
 fn simulate_parallel_engine() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "stencil", "4");
@@ -209,6 +237,14 @@ fn simulate_bad_input_exits_2() {
             "3000,8,64",
         ]),
         "--D1",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--machine", "cachegrind", "--D1", "0,8,64"]),
+        "size must be positive",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--set", "bandwidth.ipc=inf"]),
+        "must be a positive finite number, not inf",
     );
     let cut = dir.path().join("cut.cstrace");
     let bytes = std::fs::read(&t).unwrap();

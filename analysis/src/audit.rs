@@ -85,7 +85,10 @@ impl AuditConfig {
         }
         if let Some(v) = self.penalty_cycles {
             if !(v.is_finite() && v > 0.0) {
-                return bad("penalty_cycles", format!("must be positive, not {v}"));
+                return bad(
+                    "penalty_cycles",
+                    format!("must be a positive finite number, not {v}"),
+                );
             }
         }
         for &l in &self.predict_line_sizes {

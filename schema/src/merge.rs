@@ -186,10 +186,17 @@ impl MergedEvents {
 
     fn release_locks(&mut self, now: u64) -> bool {
         let mut woke = false;
+        // One waiter per lock: a second one woken in the same call would find the lock
+        // promised to a later acquisition than its own (and the first one's acquisition
+        // would then look recorded twice).
+        let mut released = Vec::new();
         for i in 0..self.threads.len() {
             let Wait::Lock { lock, .. } = self.threads[i].wait else {
                 continue;
             };
+            if released.contains(&lock) {
+                continue;
+            }
             // A live holder will still release the lock; only a finished one never will.
             let threads = &self.threads;
             let Some(st) = self.locks.get_mut(&lock) else {
@@ -202,6 +209,7 @@ impl MergedEvents {
             if let Some((order, j)) = st.waiters.pop_first() {
                 st.next_order = order;
                 let at = st.release_time.max(now);
+                released.push(lock);
                 self.wake(j, at);
                 woke = true;
             }

@@ -263,6 +263,67 @@ fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
     assert_eq!((load.time, load.thread), (15, 1));
 }
 
+/// An incomplete trace whose lock holder's events end while two threads wait for the lock:
+/// the waiters get it one after the other, in their acquisition order (waking both at once
+/// made the first one's acquisition look "recorded twice").
+#[test]
+fn incomplete_trace_hands_a_lost_holders_lock_to_one_waiter_at_a_time() {
+    use cachescope_schema::OpenOptions;
+    const L: u64 = 0x10;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.cstrace");
+    let w = TraceWriter::create(
+        &path,
+        &TraceHeader::new("test", "merge", TimeUnit::Instructions),
+    )
+    .unwrap();
+    let waiter = |delay: u64, order: u64, addr: u64| {
+        vec![
+            adv(delay),
+            Event::LockAcquire { lock: L, order },
+            Event::store(addr, 8),
+            adv(3),
+            Event::LockRelease { lock: L },
+            Event::ThreadExit,
+        ]
+    };
+    let threads = [
+        // The holder's release and exit were cut off.
+        vec![Event::LockAcquire { lock: L, order: 0 }, adv(10)],
+        waiter(5, 2, 0x80),
+        waiter(6, 1, 0x40),
+        waiter(7, 3, 0xc0),
+    ];
+    for (t, events) in threads.iter().enumerate() {
+        let mut tw = w.thread(t as u32).unwrap();
+        tw.extend(events.iter().copied()).unwrap();
+        tw.finish().unwrap();
+    }
+    w.finish().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 5); // damage the trailer
+    std::fs::write(&path, bytes).unwrap();
+    let f = TraceFile::open_with(
+        &path,
+        OpenOptions {
+            allow_incomplete: true,
+        },
+    )
+    .unwrap();
+    let (ev, err) = one_by_one(&f);
+    assert_eq!(err, None);
+    assert_eq!(ev.len(), 2 + 3 * 6, "every recovered event is ordered");
+    assert_windows_equal_merge(&f, &one_by_one(&f), "incomplete");
+    // In acquisition order: thread 2 (order 1), thread 1 (order 2), thread 3 (order 3), each
+    // after the one before released the lock.
+    let stores: Vec<(u64, u32)> = ev
+        .iter()
+        .filter(|e| matches!(e.event, Event::Access(_)))
+        .map(|e| (e.time, e.thread))
+        .collect();
+    assert_eq!(stores, [(10, 2), (13, 1), (16, 3)]);
+}
+
 /// `next_batch` in batches of `max`: the events, then the error if the merge failed.
 fn batched(f: &TraceFile, max: usize) -> (Vec<TimedEvent>, Option<String>) {
     let mut m = f.merged().unwrap();

@@ -59,6 +59,9 @@ impl CgGeometry {
         if self.size > crate::model::MAX_LEVEL_BYTES {
             return Err("size exceeds the simulator's limit of 1 GiB".into());
         }
+        if self.size == 0 {
+            return Err("size must be positive".into());
+        }
         if self.assoc == 0 || self.line < 16 || !self.line.is_power_of_two() {
             return Err("associativity must be ≥ 1 and the line size a power of two ≥ 16".into());
         }

@@ -162,16 +162,16 @@ impl LevelConfig {
 #[serde(deny_unknown_fields)]
 pub struct PathLimit {
     /// Read (towards the core) limit per core.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_gbs: Option<f64>,
     /// Write (away from the core) limit per core.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_gbs: Option<f64>,
     /// Read limit summed over all cores (merge point), for paths below a shared level.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_read_gbs: Option<f64>,
     /// Write limit summed over all cores.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_write_gbs: Option<f64>,
     /// Limit on read and write bytes together, per core (a bus both directions share, like
     /// a memory channel).
@@ -191,7 +191,7 @@ pub struct BandwidthModel {
     /// Instructions per cycle at peak.
     pub ipc: f64,
     /// Floating-point operations per cycle at peak.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops_per_cycle: Option<f64>,
     /// Instructions per cycle of all cores together at peak, when cores share execution
     /// resources (SMT siblings, vCPUs of one physical core): a merge point for instruction
@@ -199,7 +199,7 @@ pub struct BandwidthModel {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipc_total: Option<f64>,
     /// Cost of one false-sharing event, cycles (τ of thesis §4.2).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub false_sharing_penalty_cycles: Option<f64>,
     /// Cost of the first touch of a 4 KiB page (the kernel's page fault and zeroing), ns:
     /// time the touching thread cannot overlap with anything.
@@ -408,7 +408,7 @@ impl MachineModel {
             // estimates 1e293 s).
             let plausible = |name: String, v: f64, (lo, hi): (f64, f64), unit: &str| {
                 if !(v.is_finite() && v > 0.0) {
-                    return bad(name, format!("must be positive, not {v}"));
+                    return bad(name, format!("must be a positive finite number, not {v}"));
                 }
                 if !(lo..=hi).contains(&v) {
                     return bad(name, format!("{v:e} is outside {lo:e}..={hi:e}{unit}"));

@@ -177,6 +177,46 @@ fn flops_are_the_alu_path() {
 }
 
 #[test]
+fn flops_of_an_advance_are_spread_over_the_windows_its_units_cover() {
+    // A loop body of 1,500 FLOPs in 2,700 instructions, twenty times, on a 1 FLOP/cycle ALU
+    // with W = 200: 0.56 FLOPs per unit everywhere, below the limit. All of an advance's
+    // FLOPs in its first window would be 7.5 per unit there and make the ALU dominant.
+    let m = model("flops_per_cycle = 1.0\n");
+    let events: Vec<_> = (0..20)
+        .map(|i| {
+            at(
+                i * 2700,
+                0,
+                Event::Advance {
+                    units: 2700,
+                    flops: 1500,
+                },
+            )
+        })
+        .collect();
+    let (r, _) = run(&m, &events, 200);
+    let t = &r.threads[0];
+    assert_eq!(dominant(&r, 0), None);
+    assert_eq!(t.busy_units, 54_000);
+    assert!(
+        (t.estimated_units - 54_000.0).abs() < 1e-9,
+        "{}",
+        t.estimated_units
+    );
+    let alu = r
+        .series
+        .iter()
+        .position(|s| s.label() == "ALU flops")
+        .expect("ALU series");
+    let curve = &t.curves[alu];
+    assert_eq!(curve.volume, 30_000);
+    // 1,500 × 200 / 2,700 = 111.1 per full window, a few more in the window that ends an
+    // advance.
+    let max = curve.steps().iter().map(|&(v, _)| v).max().unwrap_or(0);
+    assert!((111..=125).contains(&max), "max {max} FLOPs per window");
+}
+
+#[test]
 fn merge_point_slows_every_user_by_the_same_factor() {
     // Per-core memory limit 100 B/unit (not binding), total 16 B/unit. Thread 0 reads 50
     // lines (3200 B), thread 1 reads 10 lines (640 B) in the same 200-unit window: the

@@ -28,7 +28,6 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
         a.program.dominant_path.as_deref().unwrap_or("none")
     );
 
-    let _ = writeln!(o, "\nTime per thread (s; + added over peak):");
     let mut columns: Vec<(String, &Breakdown)> = a
         .threads
         .iter()
@@ -37,6 +36,19 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
     if a.threads.len() > 1 {
         columns.push(("all threads".into(), &a.total));
     }
+    // One unit for the table, from its largest time: a run of a millisecond in seconds with
+    // four decimals read as rows of zeros.
+    let largest = columns
+        .iter()
+        .flat_map(|(_, b)| {
+            [b.busy_seconds, b.peak_seconds, b.estimated_seconds]
+                .into_iter()
+                .chain(b.parts.iter().map(|p| p.seconds))
+        })
+        .fold(0.0f64, f64::max);
+    let (unit, scale) = time_unit(largest);
+    let t = |s: f64| format!("{:.3}", s * scale);
+    let _ = writeln!(o, "\nTime per thread ({unit}; + added over peak):");
     let mut rows: Vec<String> = vec!["busy at peak".into(), "no bottleneck".into()];
     rows.extend(a.total.parts.iter().map(|p| p.channel.clone()));
     rows.push("estimated".into());
@@ -49,14 +61,14 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
         let _ = write!(o, "  {row:<26}");
         for (_, b) in &columns {
             let cell = match row.as_str() {
-                "busy at peak" => format!("{:.4}", b.busy_seconds),
-                "no bottleneck" => format!("{:.4}", b.peak_seconds),
-                "estimated" => format!("{:.4}", b.estimated_seconds),
+                "busy at peak" => t(b.busy_seconds),
+                "no bottleneck" => t(b.peak_seconds),
+                "estimated" => t(b.estimated_seconds),
                 ch => b
                     .parts
                     .iter()
                     .find(|p| p.channel == ch)
-                    .map(|p| format!("{:.4} (+{:.4})", p.seconds, p.added_seconds))
+                    .map(|p| format!("{} (+{})", t(p.seconds), t(p.added_seconds)))
                     .unwrap_or_else(|| "-".into()),
             };
             let _ = write!(o, "{cell:>20}");
@@ -163,6 +175,17 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
 }
 
 /// Seconds with a unit that fits.
+/// The unit for times up to `largest` seconds, and the factor from seconds to it.
+fn time_unit(largest: f64) -> (&'static str, f64) {
+    if largest >= 1.0 {
+        ("s", 1.0)
+    } else if largest >= 1e-3 {
+        ("ms", 1e3)
+    } else {
+        ("us", 1e6)
+    }
+}
+
 fn secs(s: f64) -> String {
     if s == 0.0 {
         "0".into()

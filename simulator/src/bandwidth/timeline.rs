@@ -34,6 +34,11 @@ struct ThreadState {
     busy: u64,
     /// Busy time units of an advance that reach past the open window.
     carry: u64,
+    /// The FLOPs of those carried units: an advance's FLOPs are spread over the windows its
+    /// units cover, in proportion (all in one window, a loop of 1,500 FLOPs per 2,700
+    /// instructions showed a rate no scalar code reaches and a bottleneck that was not
+    /// there, whose size depended on the window).
+    carry_flops: u64,
     /// Per series, the open window's value.
     values: Vec<u64>,
     /// Accesses until the next sampled one.
@@ -183,6 +188,7 @@ impl BandwidthTimeline {
                     core: core as usize,
                     busy: 0,
                     carry: 0,
+                    carry_flops: 0,
                     values: vec![0; ns],
                     until_sample: cfg.sample_period.max(1),
                     rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(thread),
@@ -289,9 +295,18 @@ impl BandwidthTimeline {
                 }
             }
             Event::Advance { units, flops } => {
-                let v = &mut self.threads[slot].values[self.flops_series];
-                *v = v.saturating_add(flops);
-                self.add_busy(slot, e.time, units);
+                let here = self.add_busy(slot, e.time, units);
+                // The FLOPs in proportion to the units in the open window; the rest is carried
+                // with the units.
+                let flops_here = if here == units {
+                    flops
+                } else {
+                    (u128::from(flops) * u128::from(here) / u128::from(units)) as u64
+                };
+                let t = &mut self.threads[slot];
+                let v = &mut t.values[self.flops_series];
+                *v = v.saturating_add(flops_here);
+                t.carry_flops = t.carry_flops.saturating_add(flops - flops_here);
             }
             Event::Alloc { addr, size, .. } if size >= FRESH_MAPPING_BYTES => {
                 self.large_blocks.insert(addr, size);
@@ -378,14 +393,16 @@ impl BandwidthTimeline {
         }
     }
 
-    /// `units` of busy time of thread `slot` starting at `time` (inside the open window).
-    fn add_busy(&mut self, slot: usize, time: u64, units: u64) {
+    /// `units` of busy time of thread `slot` starting at `time` (inside the open window);
+    /// returns how many fall into the open window (the rest is carried).
+    fn add_busy(&mut self, slot: usize, time: u64, units: u64) -> u64 {
         let w = self.cfg.window;
         let window_end = self.window.saturating_add(1).saturating_mul(w);
         let t = &mut self.threads[slot];
         let here = units.min(window_end.saturating_sub(time));
         t.busy = t.busy.saturating_add(here);
         t.carry = t.carry.saturating_add(units - here);
+        here
     }
 
     /// Closes windows until `target` is the open one.
@@ -398,24 +415,38 @@ impl BandwidthTimeline {
                 return;
             }
             // Windows filled only by carried busy time (long advances) are identical: close
-            // them in one step.
+            // them in one step. Each takes the FLOPs the first of them took (the last one
+            // gets what is left, see `close`). The open window was just filled from the
+            // carry: no event has been added to it yet.
             let w = self.cfg.window;
-            let only_carry = self
-                .threads
-                .iter()
-                .all(|t| (t.busy == 0 || t.busy == w) && t.values.iter().all(|&v| v == 0));
+            let flops_series = self.flops_series;
+            let only_carry = self.threads.iter().all(|t| {
+                (t.busy == 0 || t.busy == w)
+                    && t.values
+                        .iter()
+                        .enumerate()
+                        .all(|(s, &v)| v == 0 || (s == flops_series && t.busy == w))
+            });
             if self.window < target && only_carry {
                 let repeat = self
                     .threads
                     .iter()
                     .filter(|t| t.busy > 0)
-                    .map(|t| (t.carry / w).saturating_add(1))
+                    // Never the last window of carried units: it takes the FLOPs left over
+                    // from rounding, one step at a time (`close`).
+                    .map(|t| (t.carry.saturating_sub(1) / w).saturating_add(1))
                     .min()
                     .unwrap_or(1)
                     .min(target - self.window);
                 if repeat > 1 {
                     for t in self.threads.iter_mut().filter(|t| t.busy > 0) {
                         t.carry -= (repeat - 1) * w;
+                        // The open window holds carried units only (it was just filled
+                        // from the carry), so its FLOPs are at most the carried rate times w
+                        // and `repeat - 1` more such windows fit in the carried FLOPs.
+                        let taken = t.values[flops_series].saturating_mul(repeat - 1);
+                        debug_assert!(taken <= t.carry_flops);
+                        t.carry_flops = t.carry_flops.saturating_sub(taken);
                     }
                     self.close(repeat);
                     self.window += repeat;
@@ -524,11 +555,21 @@ impl BandwidthTimeline {
         if self.segment_ends.is_some() {
             self.end_segment();
         }
+        let flops_series = self.flops_series;
         for t in &mut self.threads {
             t.values.iter_mut().for_each(|v| *v = 0);
             t.faults = 0;
             t.samples.clear();
             t.busy = t.carry.min(w);
+            // The carried FLOPs in proportion to the carried units that fill this window; the
+            // last of them takes the rest.
+            let flops = if t.busy == t.carry {
+                t.carry_flops
+            } else {
+                (u128::from(t.carry_flops) * u128::from(t.busy) / u128::from(t.carry)) as u64
+            };
+            t.values[flops_series] = flops;
+            t.carry_flops -= flops;
             t.carry -= t.busy;
         }
     }
