@@ -1181,6 +1181,153 @@ fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
 }
 
 #[test]
+fn forked_children_that_call_exit_do_not_hang() {
+    // Forty children leave with exit() while the parent's worker records (and hands buffers
+    // to the writer): before, a child whose fork caught the worker holding a recorder lock
+    // waited for it forever in the shim's destructor (2 of 5 recordings of a similar program).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "fork_exit",
+        "gcc",
+        &source("fork_exit.c"),
+        &["-O2", "-pthread"],
+    );
+    let trace = dir.path().join("fork_exit.cstrace");
+    let out = dir.path().join("fork_exit.out");
+    for _ in 0..3 {
+        // Output to a file, not a pipe: a hung child would keep a pipe open after `timeout`
+        // ended the recording, and the test would wait for it instead of failing.
+        let status = Command::new("timeout")
+            .arg("60")
+            .arg(support::cachescope())
+            .args(["record", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{status}");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "children exited 40\n"
+        );
+        // The parent's trace: main and its worker, complete.
+        let t = TraceFile::open(&trace).unwrap();
+        assert_eq!(t.thread_ids().count(), 2);
+    }
+}
+
+#[test]
+fn a_main_that_ends_with_pthread_exit_ends_the_recording() {
+    // The process ends when its last thread does; the recorder's writer thread was that last
+    // thread and waited forever (the recording never ended, the output was lost).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "main_pthread_exit",
+        "gcc",
+        &source("main_pthread_exit.c"),
+        &["-O2", "-pthread"],
+    );
+    let trace = dir.path().join("main_pthread_exit.cstrace");
+    let out = dir.path().join("main_pthread_exit.out");
+    let status = Command::new("timeout")
+        .arg("60")
+        .arg(support::cachescope())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "worker done\n".repeat(3)
+    );
+    // Complete: main and three workers, each with its exit.
+    let evs = events(&trace);
+    assert_eq!(evs.len(), 4);
+    for (t, e) in &evs {
+        assert_eq!(count(e, EventKind::ThreadExit), 1, "thread {t}");
+    }
+}
+
+#[test]
+fn a_recursive_mutex_records_only_its_outermost_acquisitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "recursive_mutex",
+        "gcc",
+        &source("recursive_mutex.c"),
+        &["-O2", "-pthread"],
+    );
+    let trace = dir.path().join("recursive_mutex.cstrace");
+    assert_eq!(record(&trace, &prog, &[], 1), "counter=9000\n");
+    // Three workers, 1,000 outermost acquisitions each (3,000 with the nested ones).
+    let workers: Vec<_> = events(&trace)
+        .into_iter()
+        .filter(|(_, e)| count(e, EventKind::LockAcquire) > 0)
+        .collect();
+    assert_eq!(workers.len(), 3);
+    for (t, e) in &workers {
+        assert_eq!(count(e, EventKind::LockAcquire), 1000, "thread {t}");
+        assert_eq!(count(e, EventKind::LockRelease), 1000, "thread {t}");
+    }
+    // And the trace replays: every event in the global order, no inconsistency.
+    let t = TraceFile::open(&trace).unwrap();
+    let merged: Result<Vec<_>, _> = t.merged().unwrap().collect();
+    assert!(merged.is_ok(), "{:?}", merged.err());
+}
+
+#[test]
+fn a_trace_of_a_program_that_exits_while_threads_wait_replays() {
+    // Thread 1 calls exit(11) in a parallel region while the others wait at its barrier:
+    // their streams end there. Before, every reader refused the trace as a deadlock.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("exit_in_region.c");
+    for compiler in compilers() {
+        let prog = build(
+            dir.path(),
+            format!("exit_in_region-{compiler}"),
+            compiler,
+            &src,
+            &["-O2", "-fopenmp"],
+        );
+        let trace = dir
+            .path()
+            .join(format!("exit_in_region-{compiler}.cstrace"));
+        support::ensure_shim();
+        let o = Command::new(support::cachescope())
+            .args(["record", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .env("OMP_NUM_THREADS", "4")
+            .output()
+            .unwrap();
+        // The program's own exit code and output.
+        assert_eq!(o.status.code(), Some(11), "{compiler}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "thread 1 exits\n");
+        let t = TraceFile::open(&trace).unwrap();
+        assert_eq!(t.thread_ids().count(), 4, "{compiler}");
+        let merged: Result<Vec<_>, _> = t.merged().unwrap().collect();
+        let merged = merged.unwrap_or_else(|e| panic!("{compiler}: {e}"));
+        assert_eq!(merged.len() as u64, t.event_count(), "{compiler}");
+        let sim = support::cli(&["simulate", trace.to_str().unwrap()]);
+        assert!(
+            sim.status.success(),
+            "{compiler}: {}",
+            support::stderr(&sim)
+        );
+    }
+}
+
+#[test]
 fn the_programs_signal_handlers_never_run_on_the_recorders_writer_thread() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(

@@ -13,8 +13,10 @@
 //! the order depends on the trace alone — never on recording wall-clock order or the host.
 //! Sync that can never be satisfied is reported as a [`ErrorKind::Deadlock`] error naming
 //! every waiting thread — except in an incomplete trace (see [`MergedEvents::incomplete`]),
-//! where the partners' events may simply be missing: there the waits are released, at the
-//! latest clock of any thread, so that every recovered event is still ordered.
+//! where the partners' events may simply be missing, and when every waiting thread's stream
+//! ends with the event it waits with: the program ended while they waited (another thread
+//! called `exit`, a signal ended it), so no partner's event ever came. There the waits are
+//! released, at the latest clock of any thread, so that every recovered event is still ordered.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -146,7 +148,7 @@ impl MergedEvents {
     /// whose holder has ended (one waiter per lock, in acquisition order), then threads
     /// waiting to be created, and joins only when nothing else can move. Returns whether any
     /// thread woke. Threads are visited by slot, so the outcome is deterministic.
-    fn release_waits(&mut self) -> bool {
+    fn release_waits(&mut self, why: &str) -> bool {
         // The moment no thread can continue: after the last event released and every
         // thread's clock (a parked thread's clock is at the event it waits with). Released
         // threads continue from there, so the order stays ascending in time (and no quantum
@@ -163,10 +165,26 @@ impl MergedEvents {
             || self.release(now, |w| matches!(w, Wait::Join(_)));
         if woke {
             tracing::warn!(
-                "incomplete trace: released waits at time {now} whose partners' events are missing"
+                "{why}: released waits at time {now} whose partners' events are missing"
             );
         }
         woke
+    }
+
+    /// Whether some thread waits and every waiting thread's stream ends with the event it
+    /// waits with: the program ended while they waited (see the module docs).
+    fn ended_while_waiting(&self) -> bool {
+        let mut waiting = self
+            .threads
+            .iter()
+            .filter(|t| !matches!(t.wait, Wait::Runnable | Wait::Done))
+            .peekable();
+        // A barrier's enter has been consumed; other waits put their event back.
+        waiting.peek().is_some()
+            && waiting.all(|t| {
+                let left = usize::from(!matches!(t.wait, Wait::Barrier(_)));
+                t.cursor.at_most_left(left)
+            })
     }
 
     fn release_barriers(&mut self, now: u64) -> bool {
@@ -444,7 +462,13 @@ impl MergedEvents {
             if self.threads.iter().all(|t| t.wait == Wait::Done) {
                 return Ok(None);
             }
-            if self.incomplete && self.release_waits() {
+            if self.incomplete && self.release_waits("incomplete trace") {
+                on_release(self);
+                continue;
+            }
+            if self.ended_while_waiting()
+                && self.release_waits("the program ended while threads waited")
+            {
                 on_release(self);
                 continue;
             }

@@ -379,6 +379,15 @@ impl ThreadCursor {
         more
     }
 
+    /// Whether at most `n` events of the stream are left, all of them decoded: whether the
+    /// stream ends with the event a thread waits with (`n` = 1 after [`Self::unread`], 0 when
+    /// the event was consumed, as a barrier's enter is).
+    #[inline]
+    pub(crate) fn at_most_left(&self, n: usize) -> bool {
+        self.events.len() - self.pos.min(self.events.len()) <= n
+            && self.next_chunk >= self.chunks.len()
+    }
+
     /// Steps back over the event [`Self::next_event`] just returned, so that it is returned
     /// again. Only valid directly after a `next_event` that returned an event.
     #[inline]

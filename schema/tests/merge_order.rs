@@ -55,6 +55,11 @@ const ENTER2: Event = Event::BarrierEnter {
     participants: 2,
 };
 const LEAVE: Event = Event::BarrierLeave { barrier: B };
+/// Entering barrier `B` of three threads.
+const ENTER3: Event = Event::BarrierEnter {
+    barrier: B,
+    participants: 3,
+};
 
 #[test]
 fn barrier_leaves_at_latest_enter() {
@@ -172,6 +177,32 @@ fn unsatisfiable_barrier_is_a_deadlock_naming_the_thread() {
             .contains("thread 0 waits at barrier 0xb0 (2 of 3 arrived)"),
         "{err}"
     );
+}
+
+#[test]
+fn threads_whose_streams_end_at_a_barrier_the_program_left_are_released() {
+    // Thread 2 called exit() while threads 0 and 1 waited at a barrier for it: their streams
+    // end with the barrier's enter. Not a deadlock of the trace: the program ended there.
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(5), ENTER3],
+            vec![adv(7), ENTER3],
+            vec![adv(20), Event::load(0x40, 8), Event::ThreadExit],
+        ],
+    );
+    let (ev, err) = one_by_one(&f);
+    assert_eq!(err, None);
+    assert_eq!(ev.len(), 7);
+    assert_windows_equal_merge(&f, &(ev, None), "ended at a barrier");
+    // A thread that left the barrier in its stream did get through it: that trace is
+    // inconsistent, as before (`unsatisfiable_barrier_is_a_deadlock_naming_the_thread`).
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[vec![adv(5), ENTER3, LEAVE], vec![adv(7), ENTER3]],
+    );
+    let err = f.merged().unwrap().find_map(Result::err).unwrap();
+    assert_eq!(err.kind, ErrorKind::Deadlock);
 }
 
 #[test]

@@ -53,6 +53,7 @@ static FINI: extern "C" fn() = fini;
 
 extern "C" fn in_fork_child() {
     recorder::disable_in_child();
+    thread::forget_in_fork_child();
 }
 
 extern "C" fn on_stop_signal(sig: c_int) {

@@ -154,12 +154,24 @@ pub unsafe extern "C" fn pthread_join(th: libc::pthread_t, ret: *mut *mut c_void
     rc
 }
 
+/// How many times the calling thread, which holds `m`, holds it: glibc's `__count` (bytes
+/// 4..8 of `pthread_mutex_t` on x86-64 Linux), which a recursive mutex counts its nested
+/// acquisitions in and other kinds leave at 0. Only the outermost acquisition and the release
+/// that frees the mutex are recorded: a nested one would look, in replay, like a second
+/// thread taking a lock its holder never released.
+fn depth(m: *const pthread_mutex_t) -> u32 {
+    // SAFETY: `m` is a mutex the calling thread holds (just acquired, or about to be
+    // released), so the field is initialized and only this thread changes it; the read is
+    // aligned (a `pthread_mutex_t` is 8-byte aligned) and within its 40 bytes.
+    unsafe { std::ptr::read_volatile(m.cast::<u8>().add(4).cast::<u32>()) }
+}
+
 /// Interposed `pthread_mutex_lock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: forwarding.
     let rc = unsafe { real_mutex_lock()(m) };
-    if rc == 0 {
+    if rc == 0 && depth(m) <= 1 {
         acquired(m as u64);
     }
     rc
@@ -170,7 +182,7 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: forwarding.
     let rc = unsafe { real_mutex_trylock()(m) };
-    if rc == 0 {
+    if rc == 0 && depth(m) <= 1 {
         acquired(m as u64);
     }
     rc
@@ -184,7 +196,7 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 ) -> c_int {
     // SAFETY: forwarding.
     let rc = unsafe { real_mutex_timedlock()(m, t) };
-    if rc == 0 {
+    if rc == 0 && depth(m) <= 1 {
         acquired(m as u64);
     }
     rc
@@ -193,7 +205,11 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 /// Interposed `pthread_mutex_unlock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    releasing(m as u64);
+    // An unlock by a thread that does not hold `m` fails and has `depth` 0 or another
+    // thread's count: recorded as before (the replay's lock check reports it).
+    if depth(m) <= 1 {
+        releasing(m as u64);
+    }
     // SAFETY: forwarding.
     unsafe { real_mutex_unlock()(m) }
 }

@@ -59,6 +59,9 @@ pub(crate) fn alloc_callers() -> usize {
 
 /// The signal that asked us to stop (SIGINT/SIGTERM), or 0.
 pub(crate) static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The program's main thread ended with `pthread_exit`: the process lives on until its last
+/// thread ends, and the writer must not be that last thread (see [`only_writer_left`]).
+static MAIN_EXITED: AtomicBool = AtomicBool::new(false);
 /// Next thread id to hand out (0 is the first thread that records, normally `main`).
 static NEXT_TID: AtomicU32 = AtomicU32::new(0);
 
@@ -263,6 +266,41 @@ pub(crate) fn start() {
     ENABLED.store(true, Ordering::SeqCst);
 }
 
+/// The main thread has ended while the process goes on (`pthread_exit` in `main`).
+pub(crate) fn main_thread_exited() {
+    MAIN_EXITED.store(true, Ordering::SeqCst);
+}
+
+/// Whether every thread of the process but the calling one (the writer) has ended: their
+/// tasks are gone or zombies (a main thread that called `pthread_exit` stays a zombie until
+/// the process ends). Any thread counts, recorded or not. `false` when `/proc` cannot say.
+fn only_writer_left() -> bool {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::syscall(libc::SYS_gettid) }.to_string();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return false;
+    };
+    for task in tasks {
+        let Ok(task) = task else { return false };
+        let name = task.file_name();
+        if name.to_str() == Some(me.as_str()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            // Gone between the listing and the read.
+            continue;
+        };
+        // `tid (comm) S …`: the state follows the last parenthesis (comm may hold any).
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].trim_start().chars().next());
+        if !matches!(state, Some('Z' | 'X')) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Gives the writer thread the lowest CPU priority. On a machine with as many cores as program
 /// threads, an equal-priority writer would take turns with the program's threads, and the
 /// program's own interleaving (which thread gets which chunk of a dynamic schedule, who
@@ -327,6 +365,9 @@ fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
         failed: false,
     };
     let mut signal;
+    // Set when the program's threads have all ended without `exit` (main called
+    // `pthread_exit`): the writer ends the trace and must not keep the process alive.
+    let mut orphaned = false;
     loop {
         // Checked on every message, not only when idle: a busy program never lets the queue
         // run dry.
@@ -348,13 +389,37 @@ fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(msg) => out.handle(msg),
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                if MAIN_EXITED.load(Ordering::SeqCst) && only_writer_left() {
+                    ENABLED.store(false, Ordering::SeqCst);
+                    while let Ok(msg) = rx.try_recv() {
+                        out.handle(msg);
+                    }
+                    for (tid, events, done) in thread::collect_all() {
+                        out.handle(Msg::Events(tid, events));
+                        if done {
+                            out.handle(Msg::ThreadDone(tid));
+                        }
+                    }
+                    orphaned = true;
+                    break;
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
     out.finish();
     if signal != 0 {
         crate::exit::reraise(signal);
+    }
+    if orphaned {
+        // This thread's end ends the process (as exit(0)), whose destructor then calls
+        // `finish`: it must find nothing to send and no writer to join (joining itself
+        // would fail).
+        if let Some(rec) = RECORDER.get() {
+            drop(lock(&rec.tx).take());
+            drop(lock(&rec.writer).take());
+        }
     }
 }
 

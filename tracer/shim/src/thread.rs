@@ -194,6 +194,14 @@ pub(crate) fn init_exit_key() {
     }
 }
 
+/// In a forked child: the forking thread (the child's only one) never records again and never
+/// hands its state to the writer. The parent's other threads may have held the registry's or
+/// the channel's lock at the fork, and no writer thread exists here, so ending the stream at
+/// the child's `exit` would wait forever.
+pub(crate) fn forget_in_fork_child() {
+    set_state_slot(QUIET);
+}
+
 /// Marks the calling thread as the shim's own: it never records.
 pub(crate) fn mark_internal() {
     TLS.with(|t| t.flags.set(t.flags.get() | INTERNAL));
@@ -525,6 +533,11 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
     let mine = state_slot();
     if !has_state(mine) || mine.cast() != p {
         return;
+    }
+    // SAFETY: getpid and gettid have no preconditions.
+    if unsafe { libc::syscall(libc::SYS_gettid) } == i64::from(unsafe { libc::getpid() }) {
+        // Only `pthread_exit` runs key destructors on the main thread (`exit` does not).
+        recorder::main_thread_exited();
     }
     if let Some(st) = current() {
         st.push(Event::ThreadExit);
