@@ -1180,6 +1180,27 @@ fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
     )
 }
 
+/// `cachescope record -o TRACE -- PROG`, ended after 60 s; asserts that it succeeded and
+/// returns the program's output. The output goes to a file, not a pipe: a hung child would
+/// keep a pipe open after `timeout` ended the recording, and the test would wait for it
+/// instead of failing.
+fn record_or_time_out(trace: &Path, prog: &Path) -> String {
+    support::ensure_shim();
+    let out = trace.with_extension("out");
+    let status = Command::new("timeout")
+        .arg("60")
+        .arg(support::cachescope())
+        .args(["record", "-o"])
+        .arg(trace)
+        .arg("--")
+        .arg(prog)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{}: {status}", prog.display());
+    std::fs::read_to_string(&out).unwrap()
+}
+
 #[test]
 fn forked_children_that_call_exit_do_not_hang() {
     // Forty children leave with exit() while the parent's worker records (and hands buffers
@@ -1194,25 +1215,8 @@ fn forked_children_that_call_exit_do_not_hang() {
         &["-O2", "-pthread"],
     );
     let trace = dir.path().join("fork_exit.cstrace");
-    let out = dir.path().join("fork_exit.out");
     for _ in 0..3 {
-        // Output to a file, not a pipe: a hung child would keep a pipe open after `timeout`
-        // ended the recording, and the test would wait for it instead of failing.
-        let status = Command::new("timeout")
-            .arg("60")
-            .arg(support::cachescope())
-            .args(["record", "-o"])
-            .arg(&trace)
-            .arg("--")
-            .arg(&prog)
-            .stdout(std::fs::File::create(&out).unwrap())
-            .status()
-            .unwrap();
-        assert!(status.success(), "{status}");
-        assert_eq!(
-            std::fs::read_to_string(&out).unwrap(),
-            "children exited 40\n"
-        );
+        assert_eq!(record_or_time_out(&trace, &prog), "children exited 40\n");
         // The parent's trace: main and its worker, complete.
         let t = TraceFile::open(&trace).unwrap();
         assert_eq!(t.thread_ids().count(), 2);
@@ -1232,22 +1236,7 @@ fn a_main_that_ends_with_pthread_exit_ends_the_recording() {
         &["-O2", "-pthread"],
     );
     let trace = dir.path().join("main_pthread_exit.cstrace");
-    let out = dir.path().join("main_pthread_exit.out");
-    let status = Command::new("timeout")
-        .arg("60")
-        .arg(support::cachescope())
-        .args(["record", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .stdout(std::fs::File::create(&out).unwrap())
-        .status()
-        .unwrap();
-    assert!(status.success(), "{status}");
-    assert_eq!(
-        std::fs::read_to_string(&out).unwrap(),
-        "worker done\n".repeat(3)
-    );
+    assert_eq!(record_or_time_out(&trace, &prog), "worker done\n".repeat(3));
     // Complete: main and three workers, each with its exit.
     let evs = events(&trace);
     assert_eq!(evs.len(), 4);

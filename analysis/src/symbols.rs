@@ -22,6 +22,7 @@
 //! (TLS symbols are per-thread offsets).
 
 mod alignment;
+mod links;
 mod locals;
 mod module;
 mod path;

@@ -233,10 +233,9 @@ fn synthetic_workloads_merge_without_deadlock() {
 
 /// An incomplete trace (trailer cut off) whose barrier partner is missing: the barrier is
 /// released, but a lock held by a live thread is not taken from it.
-#[test]
-fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
+/// A trace of `threads` (instruction time) whose trailer is damaged, opened as incomplete.
+fn incomplete_trace(threads: &[Vec<Event>]) -> (tempfile::TempDir, TraceFile) {
     use cachescope_schema::OpenOptions;
-    const L: u64 = 0x10;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.cstrace");
     let w = TraceWriter::create(
@@ -244,6 +243,28 @@ fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
         &TraceHeader::new("test", "merge", TimeUnit::Instructions),
     )
     .unwrap();
+    for (t, events) in threads.iter().enumerate() {
+        let mut tw = w.thread(t as u32).unwrap();
+        tw.extend(events.iter().copied()).unwrap();
+        tw.finish().unwrap();
+    }
+    w.finish().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 5); // damage the trailer
+    std::fs::write(&path, bytes).unwrap();
+    let f = TraceFile::open_with(
+        &path,
+        OpenOptions {
+            allow_incomplete: true,
+        },
+    )
+    .unwrap();
+    (dir, f)
+}
+
+#[test]
+fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
+    const L: u64 = 0x10;
     let threads = [
         vec![
             Event::LockAcquire { lock: L, order: 0 },
@@ -265,22 +286,7 @@ fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
             Event::ThreadExit,
         ],
     ];
-    for (t, events) in threads.iter().enumerate() {
-        let mut tw = w.thread(t as u32).unwrap();
-        tw.extend(events.iter().copied()).unwrap();
-        tw.finish().unwrap();
-    }
-    w.finish().unwrap();
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes.truncate(bytes.len() - 5); // damage the trailer
-    std::fs::write(&path, bytes).unwrap();
-    let f = TraceFile::open_with(
-        &path,
-        OpenOptions {
-            allow_incomplete: true,
-        },
-    )
-    .unwrap();
+    let (_dir, f) = incomplete_trace(&threads);
     let ev: Vec<TimedEvent> = f.merged().unwrap().map(Result::unwrap).collect();
     assert_eq!(ev.len(), 11, "every recovered event is ordered");
     assert_windows_equal_merge(&f, &one_by_one(&f), "incomplete");
@@ -299,15 +305,7 @@ fn incomplete_trace_releases_barrier_but_not_a_live_lock() {
 /// made the first one's acquisition look "recorded twice").
 #[test]
 fn incomplete_trace_hands_a_lost_holders_lock_to_one_waiter_at_a_time() {
-    use cachescope_schema::OpenOptions;
     const L: u64 = 0x10;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("m.cstrace");
-    let w = TraceWriter::create(
-        &path,
-        &TraceHeader::new("test", "merge", TimeUnit::Instructions),
-    )
-    .unwrap();
     let waiter = |delay: u64, order: u64, addr: u64| {
         vec![
             adv(delay),
@@ -325,22 +323,7 @@ fn incomplete_trace_hands_a_lost_holders_lock_to_one_waiter_at_a_time() {
         waiter(6, 1, 0x40),
         waiter(7, 3, 0xc0),
     ];
-    for (t, events) in threads.iter().enumerate() {
-        let mut tw = w.thread(t as u32).unwrap();
-        tw.extend(events.iter().copied()).unwrap();
-        tw.finish().unwrap();
-    }
-    w.finish().unwrap();
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes.truncate(bytes.len() - 5); // damage the trailer
-    std::fs::write(&path, bytes).unwrap();
-    let f = TraceFile::open_with(
-        &path,
-        OpenOptions {
-            allow_incomplete: true,
-        },
-    )
-    .unwrap();
+    let (_dir, f) = incomplete_trace(&threads);
     let (ev, err) = one_by_one(&f);
     assert_eq!(err, None);
     assert_eq!(ev.len(), 2 + 3 * 6, "every recovered event is ordered");

@@ -16,10 +16,8 @@ use std::sync::Arc;
 use addr2line::gimli;
 use gimli::AttributeValue;
 
+use super::links::{attr, text};
 use super::locals::decl_file;
-
-/// How many `DW_AT_abstract_origin`/`DW_AT_specification` links are followed.
-const MAX_LINKS: usize = 8;
 
 /// What reports append to the enclosing function's name.
 const REGION_SUFFIX: &str = " (OpenMP region)";
@@ -82,41 +80,6 @@ struct Declared {
     line: u64,
     /// The demangled linkage name, else the plain name (what addr2line shows for a frame).
     name: String,
-}
-
-/// The entry an attribute of `entry` comes from: `entry` itself, or the declaration its
-/// abstract origin or specification links lead to.
-fn attr<R: gimli::Reader>(
-    unit: &gimli::Unit<R>,
-    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
-    at: gimli::DwAt,
-) -> Option<AttributeValue<R>> {
-    let mut current = entry.clone();
-    for _ in 0..MAX_LINKS {
-        if let Ok(Some(v)) = current.attr_value(at) {
-            return Some(v);
-        }
-        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match current.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            })?;
-        current = unit.entry(link).ok()?;
-    }
-    None
-}
-
-/// A string attribute of `entry` (or its declaration).
-fn text<R: gimli::Reader>(
-    dwarf: &gimli::Dwarf<R>,
-    unit: &gimli::Unit<R>,
-    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
-    at: gimli::DwAt,
-) -> Option<String> {
-    let v = attr(unit, entry, at)?;
-    let s = dwarf.attr_string(unit, v).ok()?;
-    Some(s.to_string_lossy().ok()?.into_owned())
 }
 
 /// The plain name, the name reports show, and the declaration's file and line of `entry`.

@@ -6,13 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use addr2line::gimli;
-use gimli::AttributeValue;
-
 use super::alignment::location_address;
-
-/// How many `DW_AT_abstract_origin`/`DW_AT_specification` links are followed to a name.
-const MAX_LINKS: usize = 8;
+use super::links::text;
+use addr2line::gimli;
 
 /// A variable's name and the function that declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,30 +18,6 @@ pub(crate) struct FunctionStatic {
     /// The function that declares it, when its entry is named (clang leaves the entry of a
     /// function it inlined everywhere empty; its symbol `FUNCTION.NAME` still says).
     pub function: Option<String>,
-}
-
-/// The name of `entry`, following abstract origins and specifications (an inlined or
-/// out-of-line instance names itself through its declaration).
-fn name_of<R: gimli::Reader>(
-    unit: &gimli::Unit<R>,
-    dwarf: &gimli::Dwarf<R>,
-    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
-) -> Option<String> {
-    let mut current = entry.clone();
-    for _ in 0..MAX_LINKS {
-        if let Ok(Some(v)) = current.attr_value(gimli::DW_AT_name) {
-            let s = dwarf.attr_string(unit, v).ok()?;
-            return Some(s.to_string_lossy().ok()?.into_owned());
-        }
-        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match current.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            })?;
-        current = unit.entry(link).ok()?;
-    }
-    None
 }
 
 /// Link-time address of each variable with static storage declared inside a function → its
@@ -71,7 +43,7 @@ pub(crate) fn function_statics<R: gimli::Reader>(
             }
             match entry.tag() {
                 gimli::DW_TAG_subprogram => {
-                    functions.push((depth, name_of(&unit, dwarf, entry)));
+                    functions.push((depth, text(dwarf, &unit, entry, gimli::DW_AT_name)));
                 }
                 gimli::DW_TAG_variable => {
                     let Some((_, function)) = functions.last() else {
@@ -80,7 +52,7 @@ pub(crate) fn function_statics<R: gimli::Reader>(
                     let Some(addr) = location_address(dwarf, &unit, entry) else {
                         continue;
                     };
-                    if let Some(name) = name_of(&unit, dwarf, entry) {
+                    if let Some(name) = text(dwarf, &unit, entry, gimli::DW_AT_name) {
                         out.entry(addr).or_insert(FunctionStatic {
                             name,
                             function: function.clone(),

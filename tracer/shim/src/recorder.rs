@@ -375,32 +375,14 @@ fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
         if signal != 0 {
             // SIGINT/SIGTERM: the handler only set the flag (all it may do); the writer takes
             // what the threads have recorded so far and ends the trace.
-            ENABLED.store(false, Ordering::SeqCst);
-            while let Ok(msg) = rx.try_recv() {
-                out.handle(msg);
-            }
-            for (tid, events, done) in thread::collect_all() {
-                out.handle(Msg::Events(tid, events));
-                if done {
-                    out.handle(Msg::ThreadDone(tid));
-                }
-            }
+            out.take_everything(&rx);
             break;
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(msg) => out.handle(msg),
             Err(RecvTimeoutError::Timeout) => {
                 if MAIN_EXITED.load(Ordering::SeqCst) && only_writer_left() {
-                    ENABLED.store(false, Ordering::SeqCst);
-                    while let Ok(msg) = rx.try_recv() {
-                        out.handle(msg);
-                    }
-                    for (tid, events, done) in thread::collect_all() {
-                        out.handle(Msg::Events(tid, events));
-                        if done {
-                            out.handle(Msg::ThreadDone(tid));
-                        }
-                    }
+                    out.take_everything(&rx);
                     orphaned = true;
                     break;
                 }
@@ -431,6 +413,21 @@ struct Output {
 }
 
 impl Output {
+    /// Stops recording and takes everything the threads have recorded: the queued messages,
+    /// then each live thread's committed events.
+    fn take_everything(&mut self, rx: &Receiver<Msg>) {
+        ENABLED.store(false, Ordering::SeqCst);
+        while let Ok(msg) = rx.try_recv() {
+            self.handle(msg);
+        }
+        for (tid, events, done) in thread::collect_all() {
+            self.handle(Msg::Events(tid, events));
+            if done {
+                self.handle(Msg::ThreadDone(tid));
+            }
+        }
+    }
+
     fn handle(&mut self, msg: Msg) {
         if self.failed {
             if let Msg::Events(_, buf) = msg {
