@@ -1246,6 +1246,30 @@ fn a_main_that_ends_with_pthread_exit_ends_the_recording() {
 }
 
 #[test]
+fn a_program_that_closes_every_inherited_descriptor_keeps_its_trace() {
+    // close() of 3..1024, closefrom(3) and close_range(3, ~0): before, the trace's
+    // descriptor went with them, the trace was lost and `record` exited 2.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "close_fds",
+        "gcc",
+        &source("close_fds.c"),
+        &["-O2"],
+    );
+    let trace = dir.path().join("close_fds.cstrace");
+    assert_eq!(record(&trace, &prog, &[], 1), "sum 40950\n");
+    let evs = events(&trace);
+    assert_eq!(evs.len(), 1);
+    // Ten passes of 4,096 stores, all after the descriptors were closed.
+    assert!(
+        count(&evs[0].1, EventKind::Store) >= 40_960,
+        "{}",
+        count(&evs[0].1, EventKind::Store)
+    );
+}
+
+#[test]
 fn a_recursive_mutex_records_only_its_outermost_acquisitions() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(

@@ -25,6 +25,7 @@ mod callers;
 mod cov;
 mod cxx_new;
 mod exit;
+mod fds;
 mod gomp;
 mod mem;
 mod modules;

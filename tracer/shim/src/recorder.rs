@@ -187,7 +187,10 @@ pub(crate) fn start() {
     ALLOC_CALLERS.store(callers.min(MAX_ALLOC_CALLERS), Ordering::Relaxed);
     // create_new: if another process already claimed the file, this one is not traced.
     let file = match OpenOptions::new().write(true).create_new(true).open(&path) {
-        Ok(f) => f,
+        Ok(f) => {
+            crate::fds::protect(std::os::fd::AsRawFd::as_raw_fd(&f));
+            f
+        }
         Err(e) => {
             eprintln!(
                 "cachescope: not recording pid {}: cannot create {}: {e}",
