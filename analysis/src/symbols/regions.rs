@@ -82,19 +82,19 @@ struct Declared {
     name: String,
 }
 
-/// The plain name, the name reports show, and the declaration's file and line of `entry`.
+/// The name reports show and the declaration's file and line of `entry`.
 fn declaration<R: gimli::Reader>(
     dwarf: &gimli::Dwarf<R>,
     unit: &gimli::Unit<R>,
     entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
     language: Option<gimli::DwLang>,
-) -> Option<(String, Declared)> {
+) -> Option<Declared> {
     let plain = text(dwarf, unit, entry, gimli::DW_AT_name)?;
     let linkage = text(dwarf, unit, entry, gimli::DW_AT_linkage_name)
         .or_else(|| text(dwarf, unit, entry, gimli::DW_AT_MIPS_linkage_name));
     let name = match linkage {
         Some(l) => addr2line::demangle_auto(Cow::Owned(l), language).into_owned(),
-        None => plain.clone(),
+        None => plain,
     };
     let index = match attr(unit, entry, gimli::DW_AT_decl_file)? {
         AttributeValue::FileIndex(i) => i,
@@ -102,7 +102,7 @@ fn declaration<R: gimli::Reader>(
     };
     let file = decl_file(gimli::UnitRef::new(dwarf, unit), index)?;
     let line = attr(unit, entry, gimli::DW_AT_decl_line)?.udata_value()?;
-    Some((plain, Declared { file, line, name }))
+    Some(Declared { file, line, name })
 }
 
 /// Every clang outlined region function's code ranges with its enclosing function. Units or
@@ -114,9 +114,11 @@ pub(crate) fn outlined_regions<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> Out
         let Ok(unit) = dwarf.unit(header) else {
             continue;
         };
-        // Functions that may enclose a region, and the outlined functions with their ranges.
-        let mut parents: Vec<Declared> = Vec::new();
-        let mut outlined: Vec<(Declared, Vec<(u64, u64)>)> = Vec::new();
+        // Functions that may enclose a region, and the outlined functions with their ranges:
+        // entry offsets first, declarations (file path, demangled name) only for units that
+        // have an outlined function, so programs without clang regions pay one name per entry.
+        let mut parent_entries = Vec::new();
+        let mut outlined_entries = Vec::new();
         let mut entries = unit.entries();
         let mut language = None;
         while let Ok(Some((_, entry))) = entries.next_dfs() {
@@ -130,7 +132,7 @@ pub(crate) fn outlined_regions<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> Out
             if entry.tag() != gimli::DW_TAG_subprogram {
                 continue;
             }
-            let Some((plain, declared)) = declaration(dwarf, &unit, entry, language) else {
+            let Some(plain) = text(dwarf, &unit, entry, gimli::DW_AT_name) else {
                 continue;
             };
             if plain.starts_with(".omp_outlined.") {
@@ -143,7 +145,7 @@ pub(crate) fn outlined_regions<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> Out
                     }
                 }
                 if !code.is_empty() {
-                    outlined.push((declared, code));
+                    outlined_entries.push((entry.offset(), code));
                 }
             } else if !plain.starts_with('.')
                 && !matches!(
@@ -151,9 +153,21 @@ pub(crate) fn outlined_regions<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> Out
                     Ok(Some(AttributeValue::Flag(true)))
                 )
             {
-                parents.push(declared);
+                parent_entries.push(entry.offset());
             }
         }
+        if outlined_entries.is_empty() {
+            continue;
+        }
+        let declared = |offset| {
+            let entry = unit.entry(offset).ok()?;
+            declaration(dwarf, &unit, &entry, language)
+        };
+        let parents: Vec<Declared> = parent_entries.into_iter().filter_map(declared).collect();
+        let outlined: Vec<(Declared, Vec<(u64, u64)>)> = outlined_entries
+            .into_iter()
+            .filter_map(|(o, code)| Some((declared(o)?, code)))
+            .collect();
         for (region, code) in outlined {
             let parent = parents
                 .iter()
