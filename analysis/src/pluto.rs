@@ -47,6 +47,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use cachescope_schema::{
     Access, AccessKind, CodePos, CursorMark, Event, ThreadEvents, ThreadId, TraceError, TraceFile,
 };
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -297,6 +298,12 @@ struct Estimator {
     /// under its own name.
     totals: FxHashMap<(u64, ObjectKey), BlockEstimate>,
     segments: u64,
+    /// The block the last first-pass access touched, its thread, and the block's lowest
+    /// accessed and written addresses after it: a repeat that changes none of them (the same
+    /// thread again, at or above both) skips the block's lookup.
+    last_touch: Option<(u64, ThreadId, u64, u64)>,
+    /// The last block the second pass looked up that is not counted in detail.
+    last_plain: Option<u64>,
 }
 
 /// What a block held in a segment, for [`Estimator::totals`].
@@ -331,6 +338,8 @@ impl Estimator {
             any_detail: false,
             totals: FxHashMap::default(),
             segments: 0,
+            last_touch: None,
+            last_plain: None,
         }
     }
 
@@ -340,8 +349,13 @@ impl Estimator {
             return;
         }
         let store = kind.writes();
-        let touched = &mut self.touched;
+        let (touched, last) = (&mut self.touched, &mut self.last_touch);
         self.layout.for_each_block(addr, size, |block, _, _, at| {
+            if let Some((b, th, first, stored)) = *last {
+                if b == block && th == thread && at >= first && (!store || at >= stored) {
+                    return;
+                }
+            }
             let t = touched.entry(block).or_insert(Touch {
                 first_addr: at,
                 store_addr: u64::MAX,
@@ -356,6 +370,7 @@ impl Estimator {
             }
             t.many |= t.thread != thread;
             t.store |= store;
+            *last = Some((block, thread, t.first_addr, t.store_addr));
         });
     }
 
@@ -384,10 +399,14 @@ impl Estimator {
         if kind == AccessKind::Fetch || !self.any_detail {
             return;
         }
-        let (touched, counts) = (&self.touched, &mut self.counts);
+        let (touched, counts, plain) = (&self.touched, &mut self.counts, &mut self.last_plain);
         self.layout
             .for_each_block(addr, size, |block, offset, piece, _| {
+                if *plain == Some(block) {
+                    return;
+                }
                 if !touched.get(&block).is_some_and(|t| t.detail) {
+                    *plain = Some(block);
                     return;
                 }
                 let b = counts.entry(block).or_default();
@@ -415,6 +434,8 @@ impl Estimator {
     /// was freed during the segment; `stacks` names stack data by the frames recorded last.
     fn end_segment(&mut self, heap: &HeapMap, stacks: &StackMap) {
         self.segments += 1;
+        self.last_touch = None;
+        self.last_plain = None;
         let mut touched = std::mem::take(&mut self.touched);
         for (&block, t) in &touched {
             if t.store {
@@ -509,6 +530,29 @@ impl Estimator {
 /// second pass reads the segment from the trace again (32 bytes each: about 64 MiB).
 const SEGMENT_BUFFER: usize = 1 << 21;
 
+/// Accesses handed to the layouts' estimators at a time. Each estimator takes a batch on
+/// whichever host thread is free, in the trace's order, so the estimates do not depend on the
+/// host; batches amortize the hand-over.
+const BATCH: usize = 1 << 16;
+
+/// First pass over `batch` for every estimator, the estimators side by side.
+fn touch_all(estimators: &mut [Estimator], batch: &[(ThreadId, Access)]) {
+    estimators.par_iter_mut().for_each(|est| {
+        for &(tid, a) in batch {
+            est.touch(tid, a.kind, a.addr, a.size);
+        }
+    });
+}
+
+/// Second pass over `batch` for every estimator, the estimators side by side.
+fn detail_all(estimators: &mut [Estimator], batch: &[(ThreadId, Access)]) {
+    estimators.par_iter_mut().for_each(|est| {
+        for &(tid, a) in batch {
+            est.detail(tid, a.kind, a.addr, a.size, a.pc);
+        }
+    });
+}
+
 /// Estimates `trace` under each of `layouts`, segment by segment.
 ///
 /// The threads are read segment by segment (all threads' k-th segment, then the (k+1)-th), so
@@ -541,6 +585,8 @@ fn estimate_buffered(
     // Per thread: region nesting depth and units spent inside regions.
     let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
     let mut buffer: Vec<(ThreadId, Access)> = Vec::new();
+    // Accesses read but not yet given to the first pass.
+    let mut pending: Vec<(ThreadId, Access)> = Vec::with_capacity(BATCH);
     let mut main = MainThread::default();
     let others = ids.len().saturating_sub(1);
     let mut first_round = true;
@@ -636,8 +682,10 @@ fn estimate_buffered(
                         }
                         Some(Ok(Event::Access(a))) => {
                             any = true;
-                            for est in &mut estimators {
-                                est.touch(*tid, a.kind, a.addr, a.size);
+                            pending.push((*tid, a));
+                            if pending.len() == BATCH {
+                                touch_all(&mut estimators, &pending);
+                                pending.clear();
                             }
                             if buffer.len() < limit {
                                 buffer.push((*tid, a));
@@ -703,16 +751,14 @@ fn estimate_buffered(
             unborn.iter_mut().for_each(|u| *u = false);
             continue;
         }
-        let mut second_pass = false;
-        for est in &mut estimators {
-            second_pass |= est.mark_details();
-        }
+        touch_all(&mut estimators, &pending);
+        pending.clear();
+        let second_pass = estimators
+            .par_iter_mut()
+            .map(Estimator::mark_details)
+            .reduce(|| false, |a, b| a || b);
         if second_pass && !overflow {
-            for &(tid, a) in &buffer {
-                for est in &mut estimators {
-                    est.detail(tid, a.kind, a.addr, a.size, a.pc);
-                }
-            }
+            detail_all(&mut estimators, &buffer);
         } else if second_pass {
             for (((tid, events, _), &mark), &n) in streams.iter_mut().zip(&marks).zip(&consumed) {
                 if n > 0 {
@@ -720,9 +766,10 @@ fn estimate_buffered(
                 }
             }
         }
-        for est in &mut estimators {
-            est.end_segment(heap, stacks);
-        }
+        let (live, frames) = (&*heap, &*stacks);
+        estimators
+            .par_iter_mut()
+            .for_each(|est| est.end_segment(live, frames));
         heap.end_segment();
         stacks.end_segment();
         first_round = false;
@@ -732,8 +779,9 @@ fn estimate_buffered(
     }
     let region_units: BTreeMap<ThreadId, u64> =
         regions.into_iter().map(|(t, (_, u))| (t, u)).collect();
+    let (heap, stacks) = (&*heap, &*stacks);
     Ok(estimators
-        .into_iter()
+        .into_par_iter()
         .map(|e| {
             let mut r = e.finish(heap, stacks);
             r.region_units = region_units.clone();
@@ -753,13 +801,17 @@ fn reread_segment(
     estimators: &mut [Estimator],
 ) -> Result<(), TraceError> {
     events.seek(mark)?;
+    let mut batch = Vec::with_capacity(BATCH);
     for e in events.by_ref().take(count as usize) {
         if let Event::Access(a) = e? {
-            for est in estimators.iter_mut() {
-                est.detail(tid, a.kind, a.addr, a.size, a.pc);
+            batch.push((tid, a));
+            if batch.len() == BATCH {
+                detail_all(estimators, &batch);
+                batch.clear();
             }
         }
     }
+    detail_all(estimators, &batch);
     Ok(())
 }
 
