@@ -217,6 +217,46 @@ fn flops_of_an_advance_are_spread_over_the_windows_its_units_cover() {
 }
 
 #[test]
+fn flops_of_a_long_advance_are_spread_evenly_over_its_windows() {
+    // A register-only loop recorded as one advance: 230 M units and 80 M FLOPs, W = 200, so
+    // 69.57 FLOPs per window. Rounding each window down and leaving the rest to the last one
+    // put 644 k FLOPs into that window (a 28,979 GFLOP/s ALU bottleneck in a review); each
+    // window must take 69 or 70, and a second thread with another rate must not change it.
+    let m = model("flops_per_cycle = 1.0\n");
+    let events = vec![
+        at(
+            0,
+            0,
+            Event::Advance {
+                units: 230_000_000,
+                flops: 80_000_000,
+            },
+        ),
+        at(
+            0,
+            1,
+            Event::Advance {
+                units: 100_000_030,
+                flops: 30_000_000,
+            },
+        ),
+    ];
+    let (r, _) = run(&m, &events, 200);
+    assert_eq!(dominant(&r, 0), None);
+    let alu = r
+        .series
+        .iter()
+        .position(|s| s.label() == "ALU flops")
+        .expect("ALU series");
+    for (thread, total, most) in [(0, 80_000_000, 70), (1, 30_000_000, 60)] {
+        let curve = &r.threads[thread].curves[alu];
+        assert_eq!(curve.volume, total, "thread {thread}");
+        let max = curve.steps().iter().map(|&(v, _)| v).max().unwrap_or(0);
+        assert!(max <= most, "thread {thread}: max {max} FLOPs per window");
+    }
+}
+
+#[test]
 fn merge_point_slows_every_user_by_the_same_factor() {
     // Per-core memory limit 100 B/unit (not binding), total 16 B/unit. Thread 0 reads 50
     // lines (3200 B), thread 1 reads 10 lines (640 B) in the same 200-unit window: the

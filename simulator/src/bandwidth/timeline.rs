@@ -415,9 +415,8 @@ impl BandwidthTimeline {
                 return;
             }
             // Windows filled only by carried busy time (long advances) are identical: close
-            // them in one step. Each takes the FLOPs the first of them took (the last one
-            // gets what is left, see `close`). The open window was just filled from the
-            // carry: no event has been added to it yet.
+            // them in one step, with the carried FLOPs spread evenly (`close_carried`). The
+            // open window was just filled from the carry: no event has been added to it yet.
             let w = self.cfg.window;
             let flops_series = self.flops_series;
             let only_carry = self.threads.iter().all(|t| {
@@ -432,31 +431,74 @@ impl BandwidthTimeline {
                     .threads
                     .iter()
                     .filter(|t| t.busy > 0)
-                    // Never the last window of carried units: it takes the FLOPs left over
-                    // from rounding, one step at a time (`close`).
+                    // Never the last window of carried units: it may be partial.
                     .map(|t| (t.carry.saturating_sub(1) / w).saturating_add(1))
                     .min()
                     .unwrap_or(1)
                     .min(target - self.window);
                 if repeat > 1 {
-                    for t in self.threads.iter_mut().filter(|t| t.busy > 0) {
-                        t.carry -= (repeat - 1) * w;
-                        // The open window holds carried units only (it was just filled
-                        // from the carry), so its FLOPs are at most the carried rate times w
-                        // and `repeat - 1` more such windows fit in the carried FLOPs.
-                        let taken = t.values[flops_series].saturating_mul(repeat - 1);
-                        debug_assert!(taken <= t.carry_flops);
-                        t.carry_flops = t.carry_flops.saturating_sub(taken);
-                    }
-                    self.close(repeat);
-                    self.window += repeat;
+                    self.close_carried(repeat);
                 }
             }
         }
     }
 
+    /// Closes the open window and the `repeat - 1` after it, all filled only by carried units
+    /// (and never holding the last of them), and opens the next one.
+    ///
+    /// Each thread's FLOPs for the `repeat` windows are their share of the carried FLOPs in
+    /// proportion to the units, `q` or `q + 1` per window (the first `r` windows take one
+    /// more), so the rounding rest is spread over the windows instead of piling up in the
+    /// last carried one. Threads cut the run at different `r`: it is recorded in pieces, each
+    /// piece a run of identical windows.
+    fn close_carried(&mut self, repeat: u64) {
+        let w = self.cfg.window;
+        let flops_series = self.flops_series;
+        let mut shares = Vec::with_capacity(self.threads.len());
+        for t in &mut self.threads {
+            if t.busy == 0 {
+                shares.push((0, 0));
+                continue;
+            }
+            let pool = t.values[flops_series].saturating_add(t.carry_flops);
+            let units = w.saturating_add(t.carry);
+            // repeat * w < units: the last carried window is not among them.
+            let total = (u128::from(pool) * u128::from(repeat * w) / u128::from(units)) as u64;
+            shares.push((total / repeat, total % repeat));
+            t.carry -= (repeat - 1) * w;
+            t.carry_flops = pool - total;
+        }
+        let mut cuts: Vec<u64> = shares
+            .iter()
+            .map(|&(_, r)| r)
+            .filter(|&r| r > 0)
+            .chain([repeat])
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut done = 0;
+        for cut in cuts {
+            for (t, &(q, r)) in self.threads.iter_mut().zip(&shares) {
+                if t.busy > 0 {
+                    t.values[flops_series] = if done < r { q + 1 } else { q };
+                }
+            }
+            self.record(cut - done);
+            self.window += cut - done;
+            done = cut;
+        }
+        self.refill();
+    }
+
     /// Closes the open window, which stands for `repeat` identical windows.
     fn close(&mut self, repeat: u64) {
+        self.record(repeat);
+        self.refill();
+    }
+
+    /// Adds the open window to the curves and estimates, standing for `repeat` identical
+    /// windows.
+    fn record(&mut self, repeat: u64) {
         let w = self.cfg.window;
         let weight = w.saturating_mul(repeat);
         // A barrier left in the first half of the window ends the segment before it, one left
@@ -555,6 +597,11 @@ impl BandwidthTimeline {
         if self.segment_ends.is_some() {
             self.end_segment();
         }
+    }
+
+    /// Opens the next window: empty but for the units (and their FLOPs) carried into it.
+    fn refill(&mut self) {
+        let w = self.cfg.window;
         let flops_series = self.flops_series;
         for t in &mut self.threads {
             t.values.iter_mut().for_each(|v| *v = 0);
