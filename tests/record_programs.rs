@@ -1154,6 +1154,79 @@ fn no_local_of_a_nested_function_names_the_frame(trace: &Path, function: &str) {
     assert!(checked > 0, "no frame of {function} in {}", trace.display());
 }
 
+#[test]
+fn an_instrumented_plugin_loaded_by_a_relative_path_is_named_in_the_audit() {
+    // gcc's instrumented library runs a block in its constructor inside dlopen, whose module
+    // snapshot used to hide the library from the dlopen hook: the trace had no module for it
+    // and the audit said "memory at 0x7f… (unknown)" with no SARIF location.
+    let dir = tempfile::tempdir().unwrap();
+    let plugin_src = source("dl_counters_plugin.c");
+    let write = line_of(&plugin_src, "PLUG_WRITE");
+    for compiler in compilers() {
+        let lib = format!("libcounters-{compiler}.so");
+        cc(
+            compiler,
+            &[
+                "-O2",
+                "-g",
+                "-fPIC",
+                "-shared",
+                plugin_src.to_str().unwrap(),
+                "-o",
+                dir.path().join(&lib).to_str().unwrap(),
+            ],
+        );
+        let host = build(
+            dir.path(),
+            format!("dl-host-{compiler}"),
+            compiler,
+            &source("dl_counters_host.c"),
+            &["-O2", "-pthread", "-ldl"],
+        );
+        let trace = dir.path().join(format!("dl-{compiler}.cstrace"));
+        support::ensure_shim();
+        let o = support::run_ok(
+            Command::new(support::cachescope())
+                .current_dir(dir.path())
+                .args(["record", "-o"])
+                .arg(&trace)
+                .arg("--")
+                .arg(&host)
+                .arg(format!("./{lib}")),
+        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "loaded\n", "{compiler}");
+        let t = TraceFile::open(&trace).unwrap();
+        let path = dir.path().join(&lib).canonicalize().unwrap();
+        assert!(
+            t.modules().any(|m| Path::new(&m.path) == path.as_path()),
+            "{compiler}: {} not among {:?}",
+            path.display(),
+            t.modules().map(|m| &m.path).collect::<Vec<_>>()
+        );
+        let (code, json, sarif) = audit_json(&trace);
+        let what = format!("{compiler}: {:#}", json["findings"]);
+        assert_eq!(code, 1, "{what}");
+        let f = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "false_sharing")
+            .unwrap_or_else(|| panic!("{what}"));
+        assert_eq!(f["object"]["name"], "plug_counters", "{what}");
+        assert_eq!(
+            f["writer"]["line"].as_u64(),
+            Some(u64::from(write)),
+            "{what}"
+        );
+        for r in sarif["runs"][0]["results"].as_array().unwrap() {
+            assert!(
+                !r["locations"].as_array().unwrap().is_empty(),
+                "{compiler}: a SARIF result without a location: {r:#}"
+            );
+        }
+    }
+}
+
 /// `cachescope audit --json - --sarif FILE` of `trace`: exit code, JSON report, SARIF log.
 fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
     let sarif = trace.with_extension("sarif");

@@ -63,20 +63,33 @@ pub(crate) fn snapshot() -> Snapshot {
     snap
 }
 
-/// Takes a new snapshot; returns the modules that were not in the previous one.
-pub(crate) fn refresh_new() -> Vec<ModuleInfo> {
-    let old: Vec<(String, u64)> = with_current(|s| {
-        s.modules
+/// The modules the trace has (path, load bias): its header's and those sent since. Kept apart
+/// from [`CURRENT`], which other code refreshes too: a library's constructors run inside
+/// `dlopen` and their first block already takes a snapshot that has the library in it.
+static REPORTED: Mutex<Vec<(String, u64)>> = Mutex::new(Vec::new());
+
+/// Notes that the trace's header lists `snap`'s modules.
+pub(crate) fn reported(snap: &Snapshot) {
+    lock(&REPORTED).extend(
+        snap.modules
             .iter()
-            .map(|m| (m.info.path.clone(), m.info.load_bias))
-            .collect()
-    });
-    snapshot()
+            .map(|m| (m.info.path.clone(), m.info.load_bias)),
+    );
+}
+
+/// Takes a new snapshot; returns the modules the trace does not have yet (and notes them as
+/// reported).
+pub(crate) fn refresh_new() -> Vec<ModuleInfo> {
+    let snap = snapshot();
+    let mut reported = lock(&REPORTED);
+    let new: Vec<ModuleInfo> = snap
         .modules
         .into_iter()
-        .filter(|m| !old.contains(&(m.info.path.clone(), m.info.load_bias)))
+        .filter(|m| !reported.contains(&(m.info.path.clone(), m.info.load_bias)))
         .map(|m| m.info)
-        .collect()
+        .collect();
+    reported.extend(new.iter().map(|i| (i.path.clone(), i.load_bias)));
+    new
 }
 
 /// Runs `f` on the current map (taking one if none was taken yet).
@@ -111,6 +124,12 @@ unsafe extern "C" fn visit(
         std::fs::read_link("/proc/self/exe")
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default()
+    } else if !name.is_empty() && !name.starts_with('/') {
+        // `dlopen("lib/x.so")` names it as written: make it absolute while the working
+        // directory is the one it was loaded from, so that reports can open it from anywhere.
+        std::fs::canonicalize(&name)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or(name)
     } else {
         name
     };

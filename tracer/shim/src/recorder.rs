@@ -210,6 +210,7 @@ pub(crate) fn start() {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let modules = crate::modules::snapshot();
+    crate::modules::reported(&modules);
     crate::callers::init(&modules);
     header.modules = modules.infos();
     header.created_unix_seconds = std::time::SystemTime::now()
