@@ -1227,6 +1227,62 @@ fn an_instrumented_plugin_loaded_by_a_relative_path_is_named_in_the_audit() {
     }
 }
 
+#[test]
+fn two_globals_in_one_line_shared_in_turn_are_two_findings() {
+    // `second` and `first` share a line; two threads write `first`, then two others
+    // `second`. Both are falsely shared as recorded. The audit used to merge every segment's
+    // estimate of the line into the object named first (`first`, five threads, all simulated
+    // misses) and to report `second` only as latent at 32-byte lines.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("two_globals_one_line.c");
+    let lines = [
+        ("first", line_of(&src, "FIRST_WRITE"), [1, 2]),
+        ("second", line_of(&src, "SECOND_WRITE"), [3, 4]),
+    ];
+    for compiler in compilers() {
+        // gcc emits a section's globals in reverse unless told to keep their order.
+        let keep_order: &[&str] = if compiler == "gcc" {
+            &["-fno-toplevel-reorder"]
+        } else {
+            &[]
+        };
+        let mut flags = vec!["-O2", "-g", "-pthread"];
+        flags.extend(keep_order);
+        let prog = build(
+            dir.path(),
+            format!("two-{compiler}"),
+            compiler,
+            &src,
+            &flags,
+        );
+        let trace = dir.path().join(format!("two-{compiler}.cstrace"));
+        assert_eq!(record(&trace, &prog, &[], 1), "one line\n", "{compiler}");
+        let (code, json, _) = audit_json(&trace);
+        let what = format!("{compiler}: {:#}", json["findings"]);
+        assert_eq!(code, 1, "{what}");
+        let findings: Vec<_> = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "false_sharing")
+            .collect();
+        assert_eq!(findings.len(), 2, "{what}");
+        for (f, (name, line, threads)) in findings.iter().zip(lines) {
+            assert_eq!(f["object"]["name"], name, "{what}");
+            assert_eq!(f["threads"], serde_json::json!(threads), "{what}");
+            assert_eq!(
+                f["writer"]["line"].as_u64(),
+                Some(u64::from(line)),
+                "{what}"
+            );
+            for side in &f["simulated_pair"].as_array().unwrap()[..] {
+                assert_eq!(side["line"].as_u64(), Some(u64::from(line)), "{what}");
+            }
+            assert!(f["simulated_false"].as_u64().unwrap() > 0, "{what}");
+        }
+    }
+}
+
 /// `cachescope audit --json - --sarif FILE` of `trace`: exit code, JSON report, SARIF log.
 fn audit_json(trace: &Path) -> (i32, serde_json::Value, serde_json::Value) {
     let sarif = trace.with_extension("sarif");

@@ -2,7 +2,7 @@
 //! grouped by data object and code-position pair, named through the symbolizer, with a cost
 //! estimate and a verdict against thresholds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cachescope_schema::{Alignment, CodePos, ThreadId, TraceError, TraceFile};
 use cachescope_sim::{
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::heap::{HeapBlock, HeapMap};
 use crate::numbers::thousands;
-use crate::pluto::{estimate_trace, BlockEstimate, Layout, PlutoReport, SiteKey};
+use crate::pluto::{estimate_trace, sort_blocks, BlockEstimate, Layout, PlutoReport, SiteKey};
 use crate::stack::StackMap;
 use crate::symbols::{base_name, DataObject, InlinedCall, StackLocal, StackObject, Symbolizer};
 
@@ -320,8 +320,11 @@ pub fn audit(
     }
     let mut heap = HeapMap::new();
     let mut stacks = StackMap::new();
-    let reports = estimate_trace(trace, &layouts, &mut heap, &mut stacks)?;
+    let mut reports = estimate_trace(trace, &layouts, &mut heap, &mut stacks)?;
     let mut symbols = Symbolizer::new(trace.modules());
+    for report in &mut reports {
+        merge_by_object(report, line, &mut symbols);
+    }
     // A thread's time: inside parallel regions when it has any (serial set-up and tear-down
     // would dilute the cost of false sharing in the parallel phases), else the whole run.
     let whole: BTreeMap<ThreadId, u64> = trace
@@ -357,6 +360,20 @@ pub fn audit(
         }
         None => None,
     };
+    // Lines that hold more than one falsely shared object (in different segments): their
+    // simulated misses go to the object whose code missed.
+    let mut objects_on_line: BTreeMap<u64, usize> = BTreeMap::new();
+    for blocks in recorded.values() {
+        let lines: BTreeSet<u64> = blocks.iter().map(|b| b.block & !(line - 1)).collect();
+        for l in lines {
+            *objects_on_line.entry(l).or_default() += 1;
+        }
+    }
+    let crowded: BTreeSet<u64> = objects_on_line
+        .into_iter()
+        .filter(|&(_, n)| n > 1)
+        .map(|(l, _)| l)
+        .collect();
     let mut findings = Vec::new();
     for (object, blocks) in &recorded {
         let mut f = finding(
@@ -371,7 +388,7 @@ pub fn audit(
             config,
         );
         if let Some(log) = &simulated {
-            attach_simulation(&mut f, blocks, log, line, &mut symbols);
+            attach_simulation(&mut f, blocks, log, line, &crowded, &mut symbols);
         }
         if f.exceeds {
             findings.push(f);
@@ -497,19 +514,34 @@ fn true_sharing(
 }
 
 /// Adds the simulated coherence misses on the finding's lines, and the top code-position pair.
+/// On `crowded` lines (several objects' findings) only the misses of the finding's own
+/// accesses (thread and code position) count.
 fn attach_simulation(
     f: &mut Finding,
     blocks: &[BlockEstimate],
     log: &[(CoherenceKey, u64)],
     line: u64,
+    crowded: &BTreeSet<u64>,
     symbols: &mut Symbolizer,
 ) {
-    let lines: std::collections::BTreeSet<u64> =
-        blocks.iter().map(|b| b.block & !(line - 1)).collect();
+    let lines: BTreeSet<u64> = blocks.iter().map(|b| b.block & !(line - 1)).collect();
+    let own: BTreeSet<(u64, ThreadId, Option<CodePos>)> = blocks
+        .iter()
+        .filter(|b| crowded.contains(&(b.block & !(line - 1))))
+        .flat_map(|b| {
+            b.sites
+                .iter()
+                .map(move |(s, _)| (b.block & !(line - 1), s.thread, s.pc))
+        })
+        .collect();
     let (mut fals, mut tru) = (0u64, 0u64);
     let mut pairs: BTreeMap<(ThreadId, Option<CodePos>, ThreadId, Option<CodePos>), u64> =
         BTreeMap::new();
-    for (k, n) in log.iter().filter(|(k, _)| lines.contains(&k.line)) {
+    let mine = |k: &CoherenceKey| {
+        lines.contains(&k.line)
+            && (!crowded.contains(&k.line) || own.contains(&(k.line, k.victim_thread, k.victim_pc)))
+    };
+    for (k, n) in log.iter().filter(|(k, _)| mine(k)) {
         if k.false_sharing {
             fals += n;
             if let Some(w) = k.writer_thread {
@@ -582,6 +614,37 @@ fn rate(
     f.exceeds = f.events >= config.min_events
         && f.time_share >= config.min_time_share
         && f.line_fraction >= config.min_line_fraction;
+}
+
+/// Pluto keeps a block's estimates apart by the address that named the block in each segment
+/// (a line may hold one global in one segment and another in the next); here, where symbols
+/// are known, the estimates of a block that name the same global (or the same line of
+/// unknown memory) become one again. Heap and stack estimates are kept apart by Pluto itself.
+fn merge_by_object(report: &mut PlutoReport, line: u64, symbols: &mut Symbolizer) {
+    let mut merged: Vec<BlockEstimate> = Vec::with_capacity(report.blocks.len());
+    let mut index: BTreeMap<(u64, ObjectName), usize> = BTreeMap::new();
+    let mut changed = false;
+    for b in std::mem::take(&mut report.blocks) {
+        if b.heap.is_some() || b.stack.is_some() {
+            merged.push(b);
+            continue;
+        }
+        let key = (b.block, object_name(&b, line, symbols));
+        match index.get(&key) {
+            Some(&i) => {
+                merged[i].absorb(b);
+                changed = true;
+            }
+            None => {
+                index.insert(key, merged.len());
+                merged.push(b);
+            }
+        }
+    }
+    if changed {
+        sort_blocks(&mut merged);
+    }
+    report.blocks = merged;
 }
 
 /// Groups a report's blocks by the data object they belong to.

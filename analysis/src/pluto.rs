@@ -146,6 +146,9 @@ pub struct BlockEstimate {
     /// A representative address inside the block, for naming the data object: the lowest
     /// written in the segment that first counted it, else the lowest accessed.
     pub sample_addr: u64,
+    /// That segment's number (counted from 1).
+    #[serde(skip)]
+    pub first_segment: u64,
     /// φ̃: worst-case coherence events.
     pub phi: u64,
     /// θ̃: of those, possible data exchanges.
@@ -309,8 +312,11 @@ struct Estimator {
 /// What a block held in a segment, for [`Estimator::totals`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum ObjectKey {
-    /// Neither a heap block nor a recorded stack frame.
-    Other,
+    /// Neither a heap block nor a recorded stack frame: a global or memory known only by its
+    /// address, told apart by the address that names it (one line may hold one global in a
+    /// segment and another in the next; the audit, which knows the symbols, merges the
+    /// estimates that name the same object again).
+    Unnamed(u64),
     /// A heap block: its start and allocation site.
     Heap(u64, Option<CodePos>),
     /// A stack frame: its call site and top.
@@ -318,11 +324,11 @@ enum ObjectKey {
 }
 
 impl ObjectKey {
-    fn of(heap: Option<&HeapBlock>, stack: Option<&StackSlot>) -> Self {
+    fn of(heap: Option<&HeapBlock>, stack: Option<&StackSlot>, sample: u64) -> Self {
         match (heap, stack) {
             (Some(h), _) => ObjectKey::Heap(h.base, h.site),
             (None, Some(s)) => ObjectKey::Stack(s.site, s.cfa),
-            (None, None) => ObjectKey::Other,
+            (None, None) => ObjectKey::Unnamed(sample),
         }
     }
 }
@@ -455,10 +461,12 @@ impl Estimator {
             let sample = if t.store { t.store_addr } else { t.first_addr };
             let held = heap.lookup_in_segment(sample);
             let frame = held.is_none().then(|| stacks.lookup(sample)).flatten();
-            let key = (block, ObjectKey::of(held.as_ref(), frame.as_ref()));
+            let key = (block, ObjectKey::of(held.as_ref(), frame.as_ref(), sample));
+            let segment = self.segments;
             let e = self.totals.entry(key).or_insert_with(|| BlockEstimate {
                 block: block.wrapping_sub(self.layout.shift),
                 sample_addr: sample,
+                first_segment: segment,
                 stack: frame,
                 heap: held,
                 ..BlockEstimate::default()
@@ -511,11 +519,7 @@ impl Estimator {
                 e
             })
             .collect();
-        // The object decides between estimates of one block (the map's order is not stable).
-        let object = |e: &BlockEstimate| ObjectKey::of(e.heap.as_ref(), e.stack.as_ref());
-        blocks.sort_by(|a, b| {
-            (b.phi_prime, b.phi, a.block, object(a)).cmp(&(a.phi_prime, a.phi, b.block, object(b)))
-        });
+        sort_blocks(&mut blocks);
         PlutoReport {
             layout: self.layout,
             segments: self.segments,
@@ -523,6 +527,40 @@ impl Estimator {
             region_units: BTreeMap::new(),
             written_blocks: self.written,
         }
+    }
+}
+
+/// Sorts block estimates by φ̃′ then φ̃ (largest first), then by block and data object (the
+/// estimator's map has no stable order).
+pub fn sort_blocks(blocks: &mut [BlockEstimate]) {
+    let object =
+        |e: &BlockEstimate| ObjectKey::of(e.heap.as_ref(), e.stack.as_ref(), e.sample_addr);
+    blocks.sort_by(|a, b| {
+        (b.phi_prime, b.phi, a.block, object(a)).cmp(&(a.phi_prime, a.phi, b.block, object(b)))
+    });
+}
+
+impl BlockEstimate {
+    /// Adds `other`, an estimate of the same block and data object from other segments.
+    pub fn absorb(&mut self, other: BlockEstimate) {
+        self.phi += other.phi;
+        self.theta += other.theta;
+        self.phi_prime = self.phi.saturating_sub(self.theta);
+        self.segments += other.segments;
+        if other.first_segment < self.first_segment {
+            self.first_segment = other.first_segment;
+            self.sample_addr = other.sample_addr;
+        }
+        self.threads.extend(other.threads);
+        self.threads.sort_unstable();
+        self.threads.dedup();
+        for (k, n) in other.sites {
+            match self.sites.iter_mut().find(|(s, _)| *s == k) {
+                Some((_, m)) => *m += n,
+                None => self.sites.push((k, n)),
+            }
+        }
+        self.sites.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     }
 }
 
