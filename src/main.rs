@@ -11,9 +11,35 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// `cachescope [-v…] cc ARGS…`: the compiler wrapper's arguments, untouched by the parser
+/// (whose global `-v` would take the compiler's `-v`, which CMake's compiler checks use),
+/// and the `-v`s before `cc`.
+fn wrapper_command() -> Option<(u8, cli::Command)> {
+    let mut verbose = 0u8;
+    let mut args = std::env::args_os().skip(1);
+    for a in args.by_ref() {
+        match a.to_str()? {
+            "-v" | "--verbose" => verbose = verbose.saturating_add(1),
+            "-vv" => verbose = verbose.saturating_add(2),
+            "cc" => {
+                let rest = args.map(|a| a.to_string_lossy().into_owned()).collect();
+                return Some((verbose, cli::Command::Cc(cli::CcArgs { args: rest })));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    let filter = match cli.verbose {
+    let (verbose, command) = match wrapper_command() {
+        Some(wrapped) => wrapped,
+        None => {
+            let cli = cli::Cli::parse();
+            (cli.verbose, cli.command)
+        }
+    };
+    let filter = match verbose {
         0 => "warn",
         1 => "info",
         _ => "debug",
@@ -28,7 +54,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .init();
-    match commands::run(cli.command) {
+    match commands::run(command) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

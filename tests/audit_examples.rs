@@ -379,6 +379,17 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"));
+    // A missing one too, with how to write it (a first CI run has none yet).
+    let o = Command::new(cachescope())
+        .arg("audit")
+        .arg(dir.path().join("false_sharing-2000.cstrace"))
+        .arg("--baseline")
+        .arg(dir.path().join("no-such-baseline"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("--write-baseline"), "{stderr}");
 }
 
 /// Audits `trace` from `cwd` with `args`; returns the exit code, the SARIF log and stderr.

@@ -556,6 +556,97 @@ fn memset_and_memcpy_are_recorded_as_ranges() {
 }
 
 #[test]
+fn the_compilers_own_v_reaches_the_compiler() {
+    // CMake's compiler checks run `CC -v`; cachescope's global -v used to take it.
+    support::ensure_shim();
+    let o = support::run_ok(Command::new(support::cachescope()).args(["cc", "-v"]));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("gcc version"), "{stderr}");
+    assert!(!stderr.contains("INFO"), "{stderr}");
+    // With inputs, the wrapped build runs (instrumented) and the compiler shows its steps.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("v");
+    let o = support::run_ok(
+        Command::new(support::cachescope())
+            .args(["cc", "-v", "-O2"])
+            .arg(source("stores.c"))
+            .arg("-o")
+            .arg(&prog),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("-fsanitize=thread"), "{stderr}");
+    assert!(stderr.contains("collect2"), "{stderr}");
+}
+
+#[test]
+fn vectorized_and_lto_builds_record_every_byte() {
+    // clang's ThreadSanitizer skips accesses wider than 16 bytes (-march=native: 32-byte
+    // vectors, a triad with nothing loaded) and the load of `x += v`; gcc with -flto
+    // instruments at link time, where the wrapper's link has none (nothing recorded).
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("vector_triad.c");
+    const N: u64 = 4096;
+    let mut builds = vec![
+        ("gcc", vec!["-O3", "-march=native"]),
+        ("gcc", vec!["-O2", "-flto"]),
+    ];
+    if compilers().contains(&"clang-14") {
+        builds.push(("clang-14", vec!["-O3", "-march=native"]));
+        builds.push(("clang-14", vec!["-O3", "-march=native", "-ffast-math"]));
+    }
+    for (n, (compiler, flags)) in builds.into_iter().enumerate() {
+        let what = format!("{compiler} {}", flags.join(" "));
+        let prog = build(dir.path(), format!("triad-{n}"), compiler, &src, &flags);
+        let trace = dir.path().join(format!("triad-{n}.cstrace"));
+        let out = record(&trace, &prog, &[], 1);
+        let addr = |key: &str| {
+            let v = out
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{what}: {out}"));
+            u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
+        };
+        let all = events(&trace);
+        let bytes = |kind: AccessKind, lo: u64, len: u64| -> u64 {
+            all.iter()
+                .flat_map(|(_, e)| e)
+                .filter_map(|e| match e {
+                    Event::Access(x) if x.kind == kind && x.addr >= lo && x.addr < lo + len => {
+                        Some(u64::from(x.size).min(lo + len - x.addr))
+                    }
+                    _ => None,
+                })
+                .sum()
+        };
+        let (a, b, c, counter) = (addr("a="), addr("b="), addr("c="), addr("counter="));
+        let size = N * 8;
+        assert_eq!(
+            bytes(AccessKind::Store, a, size),
+            size,
+            "{what}: stores into a"
+        );
+        assert_eq!(bytes(AccessKind::Load, b, size), size, "{what}: loads of b");
+        assert_eq!(bytes(AccessKind::Load, c, size), size, "{what}: loads of c");
+        assert_eq!(
+            bytes(AccessKind::Store, b, size),
+            size,
+            "{what}: stores into b"
+        );
+        // 1,000 increments plus the read for printf.
+        assert_eq!(
+            bytes(AccessKind::Load, counter, 8),
+            1001 * 8,
+            "{what}: counter loads"
+        );
+        assert_eq!(
+            bytes(AccessKind::Store, counter, 8),
+            1000 * 8,
+            "{what}: counter stores"
+        );
+    }
+}
+
+#[test]
 fn the_writer_thread_keeps_the_cpus_of_record_when_openmp_binds_the_main_thread() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("writer_affinity.c");

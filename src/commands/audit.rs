@@ -152,7 +152,18 @@ fn baseline_text(report: &AuditReport) -> String {
 /// The fingerprints of a baseline file (lower case; a byte-order mark, blank lines and `#`
 /// comments are skipped).
 fn read_baseline(p: &Path) -> Result<BTreeSet<String>> {
-    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let text = std::fs::read_to_string(p).with_context(|| {
+        format!(
+            "reading the baseline {}{}",
+            p.display(),
+            if p.exists() {
+                ""
+            } else {
+                " (write one with `cachescope audit TRACE --write-baseline FILE` and commit \
+                 it, or leave out --baseline)"
+            }
+        )
+    })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut out = BTreeSet::new();
     for (i, line) in text.lines().enumerate() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
-use cachescope_tracer::cc::{plan, Capture, Compiler};
+use cachescope_tracer::cc::{expand_response_files, plan, Capture, Compiler};
 use cachescope_tracer::shim;
 
 /// Parses the wrapper's leading options, runs the planned compiler steps, returns the
@@ -49,7 +49,9 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         .prefix("cachescope-cc-")
         .tempdir()
         .context("creating a temporary directory")?;
-    let plan = plan(&compiler, rest, &shim_dir, tmp.path())?;
+    // Sources inside response files (`cc @args.rsp`) must be seen to be instrumented.
+    let expanded = expand_response_files(rest);
+    let plan = plan(&compiler, &expanded, &shim_dir, tmp.path())?;
     for step in &plan.steps {
         tracing::info!("{} {}", compiler.program, step.args.join(" "));
         let status = Command::new(&compiler.program)

@@ -136,6 +136,129 @@ fn is_source(arg: &str) -> bool {
             .is_some_and(|e| SOURCE_EXTS.contains(&e.to_string_lossy().as_ref()))
 }
 
+/// Indices of the source files in `args`: files with a source extension, and any input file
+/// after `-x LANGUAGE` (until `-x none`), whatever its name.
+fn source_indices(args: &[String]) -> Vec<usize> {
+    let mut sources = Vec::new();
+    let mut language: Option<&str> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "-x" {
+            language = args.get(i + 1).map(String::as_str);
+            i += 2;
+            continue;
+        }
+        if let Some(l) = a.strip_prefix("-x") {
+            language = Some(l);
+        } else if TAKES_VALUE.contains(&a) {
+            i += 1;
+        } else if !a.starts_with('-') {
+            let forced = language.is_some_and(|l| l != "none");
+            if forced || is_source(a) {
+                sources.push(i);
+            }
+        }
+        i += 1;
+    }
+    sources
+}
+
+/// `args` with every `@FILE` replaced by the arguments in FILE (gcc's response files:
+/// whitespace-separated, with quotes and backslash escapes; nested files too). An `@FILE`
+/// that cannot be read stays as it is, as gcc keeps it.
+pub fn expand_response_files(args: &[String]) -> Vec<String> {
+    fn expand(args: &[String], depth: u32, out: &mut Vec<String>) {
+        for a in args {
+            let text = a
+                .strip_prefix('@')
+                .filter(|_| depth < 16)
+                .and_then(|f| std::fs::read_to_string(f).ok());
+            match text {
+                Some(text) => expand(&split_response_file(&text), depth + 1, out),
+                None => out.push(a.clone()),
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(args.len());
+    expand(args, 0, &mut out);
+    out
+}
+
+/// Splits a response file's text the way libiberty's `buildargv` does.
+fn split_response_file(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_arg = false;
+    let (mut single, mut double) = (false, false);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() && !single && !double {
+            if in_arg {
+                out.push(std::mem::take(&mut cur));
+                in_arg = false;
+            }
+            continue;
+        }
+        in_arg = true;
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            _ => cur.push(c),
+        }
+    }
+    if in_arg {
+        out.push(cur);
+    }
+    out
+}
+
+/// The dependency-file options gcc would use for `source` in a compile+link command that
+/// asks for one (`-MD`/`-MMD` without `-MF`): compiled alone into a temporary object, the
+/// file and its target would be named after that object. With `-o OUT`: `OUT` minus its
+/// extension plus `.d`, target `OUT`; without: `a-STEM.d`, target `STEM.o` (gcc 12).
+fn dependency_options(args: &[String], source: &str) -> Vec<String> {
+    let wants = args.iter().any(|a| a == "-MD" || a == "-MMD");
+    let has = |o: &str| {
+        args.iter()
+            .any(|a| a == o || (a.starts_with(o) && a.len() > o.len()))
+    };
+    if !wants || has("-MF") {
+        return Vec::new();
+    }
+    let out = args
+        .iter()
+        .position(|a| a == "-o")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("-o").filter(|o| !o.is_empty()))
+                .map(str::to_owned)
+        });
+    let stem = Path::new(source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "src".into());
+    let (file, target) = match out {
+        Some(o) => (
+            Path::new(&o).with_extension("d").display().to_string(),
+            o.clone(),
+        ),
+        None => (format!("a-{stem}.d"), format!("{stem}.o")),
+    };
+    let mut v = vec!["-MF".to_string(), file];
+    if !has("-MT") && !has("-MQ") {
+        v.extend(["-MT".to_string(), target]);
+    }
+    v
+}
+
 /// Flags that instrument a compilation.
 pub fn compile_flags(c: &Compiler) -> Result<Vec<String>, CcError> {
     let mut f: Vec<String> = Vec::new();
@@ -145,6 +268,14 @@ pub fn compile_flags(c: &Compiler) -> Result<Vec<String>, CcError> {
                 [
                     "-fsanitize=thread",
                     "--param=tsan-instrument-func-entry-exit=0",
+                    // The shim performs atomics and fences itself: gcc's warning that
+                    // ThreadSanitizer does not model `atomic_thread_fence` does not apply,
+                    // and would fail -Werror builds.
+                    "-Wno-tsan",
+                    // With -flto gcc instruments at link time, where the split link below
+                    // has no -fsanitize (it would link gcc's own sanitizer runtime): the
+                    // program would record nothing. Instrumented objects are plain objects.
+                    "-fno-lto",
                 ]
                 .map(String::from),
             );
@@ -155,6 +286,14 @@ pub fn compile_flags(c: &Compiler) -> Result<Vec<String>, CcError> {
                     "-fsanitize=thread",
                     "-mllvm",
                     "-tsan-instrument-func-entry-exit=0",
+                    // clang leaves out the load of a read-modify-write (`x += v`), which is
+                    // enough to find races, not to count memory traffic.
+                    "-mllvm",
+                    "-tsan-instrument-read-before-write",
+                    // clang's ThreadSanitizer skips accesses wider than 16 bytes: vectorized
+                    // loops (-O3 -march=native) would lose every load and store. 128-bit
+                    // vectors keep the bytes (explicit 256/512-bit intrinsics stay blind).
+                    "-mprefer-vector-width=128",
                 ]
                 .map(String::from),
             );
@@ -239,12 +378,13 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
             "-c" | "-S" | "-E" | "-M" | "-MM" | "-fsyntax-only"
         )
     });
+    // `-v` alone asks for the version; with inputs (as CMake's compiler checks run it) it
+    // shows the steps of a real build, which must be the wrapped one.
     let queries = args.is_empty()
+        || args == ["-v"]
         || args.iter().any(|a| {
-            matches!(
-                a.as_str(),
-                "--version" | "-v" | "-dumpversion" | "-dumpmachine"
-            ) || a.starts_with("-print-")
+            matches!(a.as_str(), "--version" | "-dumpversion" | "-dumpmachine")
+                || a.starts_with("-print-")
                 || a.starts_with("--print")
         });
     if queries {
@@ -266,21 +406,7 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
             temporaries: Vec::new(),
         });
     }
-    let mut sources = Vec::new();
-    let mut skip_next = false;
-    for (i, a) in args.iter().enumerate() {
-        if skip_next {
-            skip_next = false;
-            continue;
-        }
-        if TAKES_VALUE.contains(&a.as_str()) {
-            skip_next = true;
-            continue;
-        }
-        if is_source(a) {
-            sources.push(i);
-        }
-    }
+    let sources = source_indices(args);
     let split = c.family == Family::Gcc && !sources.is_empty();
     if !split {
         let mut a = args.to_vec();
@@ -305,6 +431,7 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
             .unwrap_or_else(|| "src".into());
         let obj = tmp.join(format!("{n}-{stem}.o"));
         let mut a = compile_opts.clone();
+        a.extend(dependency_options(args, &args[i]));
         a.extend(["-c".to_string(), args[i].clone(), "-o".to_string()]);
         a.push(obj.display().to_string());
         a.extend(cflags.iter().cloned());
@@ -312,7 +439,19 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
         temporaries.push(obj);
     }
     let mut obj_iter = temporaries.iter();
+    let mut language_value = false;
     for (i, a) in args.iter().enumerate() {
+        // `-x LANGUAGE` applied to the sources; the link step gets objects.
+        if std::mem::take(&mut language_value) {
+            continue;
+        }
+        if a == "-x" {
+            language_value = true;
+            continue;
+        }
+        if a.starts_with("-x") {
+            continue;
+        }
         if sources.contains(&i) {
             if let Some(o) = obj_iter.next() {
                 link_args.push(o.display().to_string());
@@ -477,6 +616,105 @@ mod tests {
     fn sancov_needs_clang() {
         let c = Compiler::choose(Some("gcc"), false, Capture::Sancov);
         assert!(plan(&c, &s(&["-c", "a.c"]), Path::new("/s"), Path::new("/t")).is_err());
+    }
+
+    #[test]
+    fn sources_after_x_language_are_compiled_with_instrumentation() {
+        let p = plan(
+            &gcc(),
+            &s(&[
+                "-O2",
+                "-x",
+                "c",
+                "kernel.inc",
+                "-x",
+                "none",
+                "lib.a",
+                "-o",
+                "p",
+            ]),
+            Path::new("/s"),
+            Path::new("/t"),
+        )
+        .unwrap();
+        assert_eq!(p.steps.len(), 2, "{p:?}");
+        let compile = &p.steps[0].args;
+        assert!(compile.contains(&"kernel.inc".to_string()), "{compile:?}");
+        assert!(compile.contains(&"-fsanitize=thread".to_string()));
+        // The link step takes the object as an object, not as C.
+        let link = &p.steps[1].args;
+        assert!(!link.iter().any(|a| a.starts_with("-x")), "{link:?}");
+        assert!(link.contains(&"lib.a".to_string()), "{link:?}");
+        assert_eq!(source_indices(&s(&["-xc++", "a.h", "-xnone", "b.o"])), [1]);
+    }
+
+    #[test]
+    fn response_files_are_expanded_with_quotes_and_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("inner.rsp");
+        std::fs::write(&inner, "-DINNER=1").unwrap();
+        let outer = dir.path().join("outer.rsp");
+        std::fs::write(
+            &outer,
+            format!(
+                "-O2 'a b.c'\n\"-DX=\\\"y\\\"\" c\\ d.c @{}",
+                inner.display()
+            ),
+        )
+        .unwrap();
+        let args = expand_response_files(&s(&["-c", &format!("@{}", outer.display()), "@missing"]));
+        assert_eq!(
+            args,
+            s(&[
+                "-c",
+                "-O2",
+                "a b.c",
+                "-DX=\"y\"",
+                "c d.c",
+                "-DINNER=1",
+                "@missing"
+            ])
+        );
+    }
+
+    #[test]
+    fn dependency_files_of_a_split_build_are_named_as_gcc_names_them() {
+        let compile = |args: &[&str]| {
+            plan(&gcc(), &s(args), Path::new("/s"), Path::new("/t"))
+                .unwrap()
+                .steps[0]
+                .args
+                .clone()
+        };
+        let a = compile(&["-MMD", "src/x.c", "-o", "bin/prog.out"]);
+        assert!(
+            a.windows(4)
+                .any(|w| w == s(&["-MF", "bin/prog.d", "-MT", "bin/prog.out"])),
+            "{a:?}"
+        );
+        let b = compile(&["-MD", "src/x.c"]);
+        assert!(
+            b.windows(4)
+                .any(|w| w == s(&["-MF", "a-x.d", "-MT", "x.o"])),
+            "{b:?}"
+        );
+        let c = compile(&["-MMD", "-MF", "deps/x.d", "x.c", "-o", "p"]);
+        assert_eq!(c.iter().filter(|a| *a == "-MF").count(), 1, "{c:?}");
+    }
+
+    #[test]
+    fn verbose_builds_are_wrapped_and_a_lone_v_is_a_query() {
+        let p = plan(&gcc(), &s(&["-v"]), Path::new("/s"), Path::new("/t")).unwrap();
+        assert_eq!(p.steps[0].args, s(&["-v"]));
+        let p = plan(
+            &gcc(),
+            &s(&["-v", "a.c", "-o", "p"]),
+            Path::new("/s"),
+            Path::new("/t"),
+        )
+        .unwrap();
+        assert_eq!(p.steps.len(), 2);
+        assert!(p.steps[0].args.contains(&"-fsanitize=thread".to_string()));
     }
 
     #[test]

@@ -56,12 +56,24 @@ fn encode_segment(segment: &str, out: &mut String) {
 /// `file` relative to `repo_root` as a URI reference with forward slashes (e.g.
 /// `examples/jacobi.c`, for SARIF with `uriBaseId` set to the repository root).
 ///
-/// Both paths are normalized lexically (`.` and `..`; symbolic links are not resolved, as
-/// DWARF records the paths the compiler was given). Matching is by whole components, so
+/// Both paths are normalized lexically (`.` and `..`), as DWARF records the paths the
+/// compiler was given; when that puts the file outside the root, both are resolved on the
+/// file system (symbolic links), if they exist. Matching is by whole components, so
 /// `/repo2/x.c` is not inside `/repo`. Returns `None` when `file` is relative, is not under
 /// the root, or is the root itself. Characters not allowed in a URI path are percent-encoded.
 pub fn relative_path(file: &str, repo_root: &Path) -> Option<String> {
-    let file = normalized(Path::new(file))?;
+    lexically_relative(Path::new(file), repo_root).or_else(|| {
+        // A checkout reached through a symbolic link (built via the link, audited via the
+        // real path, or the other way round): compare where both really are.
+        let file = std::fs::canonicalize(file).ok()?;
+        let root = std::fs::canonicalize(repo_root).ok()?;
+        lexically_relative(&file, &root)
+    })
+}
+
+/// [`relative_path`] without looking at the file system.
+fn lexically_relative(file: &Path, repo_root: &Path) -> Option<String> {
+    let file = normalized(file)?;
     let root = normalized(repo_root)?;
     let rest = file.strip_prefix(root.as_slice())?;
     if rest.is_empty() {
@@ -96,6 +108,30 @@ pub fn file_uri(path: &Path, dir: bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_or_file_reached_through_a_symbolic_link_is_still_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir_all(real.join("src")).unwrap();
+        std::fs::write(real.join("src/a.c"), "int x;\n").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let via_link = link.join("src/a.c");
+        let via_real = real.join("src/a.c");
+        for (file, root) in [(&via_link, &real), (&via_real, &link), (&via_link, &link)] {
+            assert_eq!(
+                relative_path(file.to_str().unwrap(), root).as_deref(),
+                Some("src/a.c"),
+                "{} under {}",
+                file.display(),
+                root.display()
+            );
+        }
+        let elsewhere = dir.path().join("elsewhere.c");
+        std::fs::write(&elsewhere, "").unwrap();
+        assert_eq!(relative_path(elsewhere.to_str().unwrap(), &link), None);
+    }
 
     #[test]
     fn strips_root_and_normalizes() {
