@@ -18,14 +18,40 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
         // A calibrated model's IPC has every digit of a measurement.
         (a.ipc * 100.0).round() / 100.0
     );
+    // With what it adds: a path named "dominant" for a microsecond of a long run misleads.
+    let adds = |name: Option<&str>, none: &str| -> String {
+        let Some(name) = name else {
+            return none.to_string();
+        };
+        let added = a
+            .total
+            .parts
+            .iter()
+            .find(|p| p.channel == name)
+            .map_or(0.0, |p| p.added_seconds);
+        let of = a.total.estimated_seconds;
+        if of > 0.0 {
+            format!(
+                "{name} (+{} summed over threads, {:.1}% of their time)",
+                secs(added),
+                100.0 * added / of
+            )
+        } else {
+            name.to_string()
+        }
+    };
     let _ = writeln!(
         o,
         "Program: estimated {} (at peak {}), {} barrier segment(s); adds the most time: {}; dominant data path: {}",
         secs(a.program.estimated_seconds),
         secs(a.program.peak_seconds),
         a.program.segments,
-        a.program.dominant.as_deref().unwrap_or("nothing"),
-        a.program.dominant_path.as_deref().unwrap_or("none")
+        adds(a.program.dominant.as_deref(), "nothing"),
+        if a.program.dominant_path.is_some() && a.program.dominant_path == a.program.dominant {
+            "the same".to_string()
+        } else {
+            adds(a.program.dominant_path.as_deref(), "none")
+        }
     );
 
     let mut columns: Vec<(String, &Breakdown)> = a
