@@ -80,11 +80,23 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 trace.file_len() as f64 / events.max(1) as f64
             );
         }
-        (Some(path), false) => eprintln!(
-            "cachescope: the trace is incomplete (the program did not end normally); kept at {} \
-             (use --allow-incomplete to read it)",
-            path.display()
-        ),
+        (Some(path), false) => {
+            use std::os::unix::process::ExitStatusExt;
+            // What ended the program before the recorder could complete the trace.
+            let why = match (outcome.status.code(), outcome.status.signal()) {
+                (_, Some(sig)) => format!("the program was killed by signal {sig}"),
+                (Some(code), _) => format!(
+                    "the program ended with status {code} without the recorder's end: \
+                     _exit(), exec, or a recording error reported above"
+                ),
+                (None, None) => "the program did not end normally".to_string(),
+            };
+            eprintln!(
+                "cachescope: the trace is incomplete ({why}); kept at {} (use \
+                 --allow-incomplete to read it)",
+                path.display()
+            )
+        }
         (None, _) => eprintln!(
             "cachescope: no trace was written (the program exited before the recorder started, \
              or the shim was not loaded)"
