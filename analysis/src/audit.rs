@@ -211,6 +211,11 @@ pub struct Finding {
     pub allocated_at: Option<SourceLine>,
     /// A local variable's declaration (stack objects named from DWARF).
     pub declared_at: Option<SourceLine>,
+    /// Other globals on the finding's lines (the linker placed them next to the object): a
+    /// thread writing one of them and another thread the object share the line although
+    /// neither writes the other's data.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub neighbours: Vec<String>,
     /// Estimated cost: events × τ, in cycles.
     pub cost_cycles: f64,
     /// Largest share of one thread's time that cost represents (0..1; 0 when unknown): the
@@ -316,6 +321,18 @@ pub fn audit(
                 shift: s,
             });
             s += config.predict_shift_step;
+        }
+    }
+    // A larger line holds several recorded lines: an object aligned to the recorded line may
+    // start at any of them, not only where the linker or allocator put it in this recording
+    // (an alignas(64) array at 0x4080 shares 128-byte lines across its per-thread rows; moved
+    // to 0x40c0 by an unrelated new global, it did not, and the warning came and went).
+    for &l in &config.predict_line_sizes {
+        if l > line && l.is_power_of_two() {
+            layouts.extend((1..l / line).map(|k| Layout {
+                line_size: l,
+                shift: k * line,
+            }));
         }
     }
     let mut heap = HeapMap::new();
@@ -575,14 +592,22 @@ fn located(
     count: u64,
 ) -> Site {
     let loc = pc.and_then(|p| symbols.code_pos(p));
+    // The access as the program's source says it: library code inlined into it (a
+    // `std::atomic`'s `fetch_add` in `atomic_base.h`) is named by the program's line that
+    // called it, the first frame outwards in the program's own source.
+    let frame = loc.as_ref().and_then(|l| {
+        l.frames()
+            .find(|f| f.is_program_source())
+            .or_else(|| l.frames().next())
+    });
     Site {
         thread,
         pc,
         store,
         count,
-        function: loc.as_ref().and_then(|l| l.function.clone()),
-        file: loc.as_ref().and_then(|l| l.file.clone()),
-        line: loc.as_ref().and_then(|l| l.line),
+        function: frame.as_ref().and_then(|f| f.function.clone()),
+        file: frame.as_ref().and_then(|f| f.file.clone()),
+        line: frame.as_ref().and_then(|f| f.line),
     }
 }
 
@@ -790,18 +815,7 @@ fn finding(
     let victim_key =
         writer_key.and_then(|(w, _)| ranked.iter().find(|(k, _)| k.thread != w.thread).copied());
     let mut site = |key: Option<(SiteKey, u64)>| {
-        key.map(|(k, n)| {
-            let loc = k.pc.and_then(|pc| symbols.code_pos(pc));
-            Site {
-                thread: k.thread,
-                pc: k.pc,
-                store: k.store,
-                count: n,
-                function: loc.as_ref().and_then(|l| l.function.clone()),
-                file: loc.as_ref().and_then(|l| l.file.clone()),
-                line: loc.as_ref().and_then(|l| l.line),
-            }
-        })
+        key.map(|(k, n)| located(symbols, k.thread, k.pc, k.store, n))
     };
     let writer = site(writer_key);
     let victim = site(victim_key);
@@ -826,6 +840,11 @@ fn finding(
         .map_or(1.0, |n| (blocks.len() as f64 / n as f64).min(1.0));
     // Where the object started in its line in the recording.
     let start_in_line = base.map(|b| b % layout.line_size.max(1));
+    let neighbours = if object.kind == "global" && layout.shift == 0 {
+        neighbours_on_lines(object, blocks, layout.line_size, symbols)
+    } else {
+        Vec::new()
+    };
     let suggestion = suggestion(
         kind,
         object,
@@ -833,6 +852,7 @@ fn finding(
         threads.len(),
         (exchanges, worst),
         start_in_line,
+        &neighbours,
     );
     let heap = blocks.first().and_then(|b| b.heap.as_ref());
     let allocated_at = heap
@@ -885,6 +905,7 @@ fn finding(
         victim,
         allocated_at,
         declared_at,
+        neighbours,
         cost_cycles: 0.0,
         time_share: 0.0,
         events_per_kilo_unit: 0.0,
@@ -896,9 +917,41 @@ fn finding(
     f
 }
 
+/// Lines of a finding looked at for other globals.
+const NEIGHBOUR_LINES: usize = 4;
+/// Other globals named at most.
+const NEIGHBOURS: usize = 4;
+
+/// The other globals on the first [`NEIGHBOUR_LINES`] lines of a finding on a global.
+fn neighbours_on_lines(
+    object: &ObjectName,
+    blocks: &[BlockEstimate],
+    line: u64,
+    symbols: &mut Symbolizer,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for b in blocks.iter().take(NEIGHBOUR_LINES) {
+        let start = b.block & !(line - 1);
+        for at in (0..line).step_by(8).map(|o| start.saturating_add(o)) {
+            if let Some(DataObject::Global { name, .. }) = symbols.data(at) {
+                // Not the toolchain's own (crtstuff's `completed.0`, `__dso_handle`): a name
+                // with a dot that DWARF did not turn into a function's static, or `__…`.
+                let toolchain =
+                    (name.contains('.') && !name.starts_with("static ")) || name.starts_with("__");
+                if !toolchain && *name != *object.name && !out.iter().any(|n| *n == *name) {
+                    out.push(name.to_string());
+                }
+            }
+        }
+    }
+    out.truncate(NEIGHBOURS);
+    out
+}
+
 /// What to do about a finding. `exchanges` of `worst` possible coherence events move data the
 /// threads really share (the same bytes); `start_in_line`: the object's start in its line (of
-/// `layout`'s size) in the recording, when its start is known.
+/// `layout`'s size) in the recording, when its start is known; `neighbours`: other globals
+/// on its lines.
 fn suggestion(
     kind: FindingKind,
     object: &ObjectName,
@@ -906,9 +959,21 @@ fn suggestion(
     threads: usize,
     (exchanges, worst): (u64, u64),
     start_in_line: Option<u64>,
+    neighbours: &[String],
 ) -> String {
     let line = layout.line_size;
     match kind {
+        // Two globals the linker put on one line, each written by its own thread.
+        FindingKind::FalseSharing if !neighbours.is_empty() => format!(
+            "{threads} threads access disjoint bytes of the same {line}-byte lines, which hold \
+             {} and {}: if different threads write them, give each its own line (declare them \
+             alignas({line}), or gather what each thread writes into a struct of its own \
+             declared alignas({line})); if the threads write parts of {} itself, pad its \
+             per-thread elements to {line} bytes or hand out larger contiguous chunks per thread",
+            object.name,
+            neighbours.join(", "),
+            object.name
+        ),
         // Many exchanges: the threads also write the same bytes (e.g. bits of one byte of a
         // bit array), and padding elements would not separate them.
         FindingKind::FalseSharing if exchanges.saturating_mul(10) >= worst.max(1) => format!(

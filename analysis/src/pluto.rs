@@ -474,14 +474,18 @@ impl Estimator {
             e.phi += phi + crossing;
             e.theta += theta + crossing;
             // A block of several threads that reaches here was counted in detail (a transfer
-            // needs a store in this segment or the previous one).
+            // needs a store in this segment or the previous one). A segment that only takes
+            // the block over from the previous one (`main` reading the results after joining
+            // the workers) names its threads only if nothing else does: they did not share it.
             let threads: Vec<ThreadId> = match &b {
                 Some(b) => b.threads.keys().copied().collect(),
                 None => vec![t.thread],
             };
-            for th in threads {
-                if !e.threads.contains(&th) {
-                    e.threads.push(th);
+            if phi > 0 || e.threads.is_empty() {
+                for th in threads {
+                    if !e.threads.contains(&th) {
+                        e.threads.push(th);
+                    }
                 }
             }
             if phi > 0 {
@@ -543,6 +547,17 @@ pub fn sort_blocks(blocks: &mut [BlockEstimate]) {
 impl BlockEstimate {
     /// Adds `other`, an estimate of the same block and data object from other segments.
     pub fn absorb(&mut self, other: BlockEstimate) {
+        // Threads that only took the block over between segments are named only when no
+        // thread shared it (as in `Estimator::end_segment`).
+        match (self.segments > 0, other.segments > 0) {
+            (true, false) => {}
+            (false, true) => self.threads = other.threads,
+            _ => {
+                self.threads.extend(other.threads);
+                self.threads.sort_unstable();
+                self.threads.dedup();
+            }
+        }
         self.phi += other.phi;
         self.theta += other.theta;
         self.phi_prime = self.phi.saturating_sub(self.theta);
@@ -551,9 +566,6 @@ impl BlockEstimate {
             self.first_segment = other.first_segment;
             self.sample_addr = other.sample_addr;
         }
-        self.threads.extend(other.threads);
-        self.threads.sort_unstable();
-        self.threads.dedup();
         for (k, n) in other.sites {
             match self.sites.iter_mut().find(|(s, _)| *s == k) {
                 Some((_, m)) => *m += n,

@@ -113,7 +113,15 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         files.insert(0, (p, baseline_text(&report)));
     }
     let mut stdout = to_stdout.into_iter().next().map(|(_, text)| text);
-    let human = render(&args.trace, &report, baseline.as_ref().map(BTreeSet::len));
+    // τ measured here (`calibrate --false-sharing` names its model BASE-calibrated) or set
+    // by the user, or a preset's figure from another machine.
+    let tau_measured = model.name.ends_with("-calibrated") || config.penalty_cycles.is_some();
+    let human = render(
+        &args.trace,
+        &report,
+        baseline.as_ref().map(BTreeSet::len),
+        tau_measured,
+    );
     match (&args.json.json, &stdout) {
         (Some(_), _) => {}
         // SARIF on standard output: the human report goes to standard error.
@@ -297,22 +305,40 @@ fn finding_text(n: usize, f: &Finding) -> String {
         per_thread / 1e6,
         f.time_share * 100.0
     );
+    if !f.neighbours.is_empty() {
+        let _ = writeln!(
+            o,
+            "   the same lines hold the globals {}",
+            f.neighbours.join(", ")
+        );
+    }
     let _ = writeln!(o, "   fix: {}", f.suggestion);
     let _ = writeln!(o, "   fingerprint {}", f.fingerprint);
     o
 }
 
 /// The human report; `baselined`: the number of fingerprints in the baseline, if one was
-/// given.
-pub fn render(trace: &Path, r: &AuditReport, baselined: Option<usize>) -> String {
+/// given; `tau_measured`: whether τ was calibrated on this machine (or set by the user).
+pub fn render(
+    trace: &Path,
+    r: &AuditReport,
+    baselined: Option<usize>,
+    tau_measured: bool,
+) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "false-sharing audit of {} ({}-byte lines, tau = {} cycles, {} segment{})",
+        "false-sharing audit of {} ({}-byte lines, tau = {} cycles{}, {} segment{})",
         trace.display(),
         r.line_size,
         r.penalty_cycles,
+        if tau_measured {
+            ""
+        } else {
+            " from the model, not measured here (costs are rough; `cachescope calibrate \
+             --false-sharing -o cal.toml`, then --machine cal.toml)"
+        },
         r.segments,
         if r.segments == 1 { "" } else { "s" }
     );

@@ -219,7 +219,12 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             Some(&model),
             &AuditConfig::default(),
         )?;
-        let audit_text = render_audit(&trace_path, &report, None);
+        let audit_text = render_audit(
+            &trace_path,
+            &report,
+            None,
+            model.name.ends_with("-calibrated"),
+        );
         written.push(write_report(
             out,
             &format!("{name}.audit.txt"),

@@ -55,6 +55,17 @@ fn rank(sym: &object::Symbol<'_, '_>) -> u8 {
     }
 }
 
+/// A symbol's name as a reader writes it: C++ (`_Z…`) and Rust (`_R…`) names demangled,
+/// every other name as it is. Demangling any name would read a C global `a` as the C++ type
+/// code for `signed char` and `y` as `unsigned long long`.
+fn demangled(name: String) -> std::borrow::Cow<'static, str> {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(name.into(), None)
+    } else {
+        name.into()
+    }
+}
+
 impl SymbolTable {
     fn build(mut raw: Vec<(u64, u64, u8, String)>) -> Self {
         // Deterministic alias choice: by range, then binding rank, then fewer leading
@@ -69,7 +80,7 @@ impl SymbolTable {
             .map(|(start, end, _, name)| Sym {
                 start,
                 end,
-                name: Arc::from(addr2line::demangle_auto(name.into(), None).as_ref()),
+                name: Arc::from(demangled(name).as_ref()),
             })
             .collect();
         let mut max_end = Vec::with_capacity(syms.len());
@@ -420,4 +431,19 @@ fn find_debug_file(
         return Some((bytes, candidate));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangled;
+
+    #[test]
+    fn only_mangled_names_are_demangled() {
+        // Plain C names that the C++ demangler would read as type codes.
+        for c in ["a", "y", "x", "d", "i", "counters"] {
+            assert_eq!(demangled(c.to_string()), c);
+        }
+        assert_eq!(demangled("_ZN2ns3AccE".to_string()), "ns::Acc");
+        assert_eq!(demangled("_ZL5table".to_string()), "table");
+    }
 }

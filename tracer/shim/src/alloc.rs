@@ -13,7 +13,7 @@
 use cachescope_schema::{Alignment, CodePos, Event};
 use libc::{c_int, c_void, size_t};
 
-use crate::{callers, cxx_new, recorder, thread};
+use crate::{callers, cxx_new, own_memory, recorder, thread};
 
 extern "C" {
     fn __libc_malloc(size: size_t) -> *mut c_void;
@@ -75,7 +75,19 @@ fn record_free(p: *mut c_void) {
     }
 }
 
+/// A block for the C library working for the shim (see `own_memory::c_alloc`), if the
+/// calling thread is doing the shim's work.
+fn for_the_shim(size: size_t, zero: bool) -> Option<*mut c_void> {
+    if !thread::internal() {
+        return None;
+    }
+    own_memory::c_alloc(size, zero).map(|p| p.cast())
+}
+
 extern "C" fn malloc_impl(size: size_t, ret: u64) -> *mut c_void {
+    if let Some(p) = for_the_shim(size, false) {
+        return p;
+    }
     // SAFETY: glibc's allocator with the caller's argument.
     let p = unsafe { __libc_malloc(size) };
     record_alloc(p, size, ret, None);
@@ -83,6 +95,9 @@ extern "C" fn malloc_impl(size: size_t, ret: u64) -> *mut c_void {
 }
 
 extern "C" fn calloc_impl(n: size_t, size: size_t, ret: u64) -> *mut c_void {
+    if let Some(p) = n.checked_mul(size).and_then(|b| for_the_shim(b, true)) {
+        return p;
+    }
     // SAFETY: as above.
     let p = unsafe { __libc_calloc(n, size) };
     record_alloc(p, n.saturating_mul(size), ret, None);
@@ -90,6 +105,18 @@ extern "C" fn calloc_impl(n: size_t, size: size_t, ret: u64) -> *mut c_void {
 }
 
 extern "C" fn realloc_impl(old: *mut c_void, size: size_t, ret: u64) -> *mut c_void {
+    if own_memory::owns(old.cast()) {
+        // A block the C library took for the shim (a thread's TLS vector grown by dlopen)
+        // stays out of the program's heap.
+        let Some(new) = own_memory::c_alloc(size, false) else {
+            return std::ptr::null_mut();
+        };
+        let keep = own_memory::c_size(old.cast()).min(size);
+        // SAFETY: both blocks have at least `keep` bytes and do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(old.cast::<u8>(), new, keep) };
+        own_memory::c_free(old.cast());
+        return new.cast();
+    }
     // SAFETY: as above; `old` is the caller's block (or null).
     let p = unsafe { __libc_realloc(old, size) };
     if !p.is_null() || size == 0 {
@@ -100,6 +127,10 @@ extern "C" fn realloc_impl(old: *mut c_void, size: size_t, ret: u64) -> *mut c_v
 }
 
 extern "C" fn free_impl(p: *mut c_void) {
+    if own_memory::owns(p.cast()) {
+        own_memory::c_free(p.cast());
+        return;
+    }
     record_free(p);
     // SAFETY: the caller's block.
     unsafe { __libc_free(p) }

@@ -22,6 +22,15 @@ use crate::recorder::{self, Msg, STOP_SIGNAL};
 use crate::{modules, thread};
 
 extern "C" fn init() {
+    // First, so that its fork handlers run around every other one.
+    crate::own_memory::register_fork();
+    // The C allocator sets itself up on its first call and gives its main arena to the thread
+    // that made it. The shim's own allocations no longer go through it, so that first call
+    // could come from the writer thread, started below, and the program's main thread would
+    // get an arena of its own, away from where its blocks lie natively. `mallinfo2` sets the
+    // allocator up here, on the main thread, and allocates nothing.
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let _ = unsafe { libc::mallinfo2() };
     thread::quietly(|| {
         thread::init_exit_key();
         recorder::start();

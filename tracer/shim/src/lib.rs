@@ -18,6 +18,10 @@
 #![allow(clippy::missing_safety_doc)] // C ABI entry points: the callers are compilers and libc.
 #![allow(clippy::not_unsafe_ptr_arg_deref)] // ditto: pointers come from instrumented code.
 
+/// The shim's allocations never come from the program's heap (`own_memory.rs`).
+#[global_allocator]
+static OWN_MEMORY: own_memory::OwnMemory = own_memory::OwnMemory;
+
 mod alloc;
 mod atomics;
 mod blockcost;
@@ -30,6 +34,7 @@ mod gomp;
 mod mem;
 mod modules;
 mod ompt;
+mod own_memory;
 mod pthread;
 mod real;
 mod recorder;

@@ -45,6 +45,13 @@ static BARRIERS: Mutex<Option<HashMap<u64, u32>>> = Mutex::new(None);
 /// Records that the calling thread acquired `lock` (call while holding it).
 pub(crate) fn acquired(lock_obj: u64) {
     if let Some(st) = thread::current() {
+        if st.in_barrier {
+            // The runtime's own lock while the thread waits in a barrier: a trace whose
+            // program ended during the wait would otherwise end the thread's stream with
+            // lock events instead of its wait, and replay would call it a deadlock.
+            st.quiet(|st| st.unrecorded_locks.push(lock_obj));
+            return;
+        }
         let order = st.quiet(|_| {
             let mut g = lock(&LOCK_ORDERS);
             let n = g
@@ -65,6 +72,10 @@ pub(crate) fn acquired(lock_obj: u64) {
 /// Records that the calling thread is about to release `lock`.
 pub(crate) fn releasing(lock_obj: u64) {
     if let Some(st) = thread::current() {
+        if let Some(i) = st.unrecorded_locks.iter().position(|&l| l == lock_obj) {
+            st.unrecorded_locks.swap_remove(i);
+            return;
+        }
         st.push(Event::LockRelease { lock: lock_obj });
     }
 }

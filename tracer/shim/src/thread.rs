@@ -171,6 +171,13 @@ pub(crate) struct ThreadState {
     pub forking: bool,
     /// Block costs seen by this thread ([`BLOCK_CACHE`] entries).
     pub blocks: Box<[CachedBlock]>,
+    /// Set between the thread's `BarrierEnter` and `BarrierLeave`: it waits in a barrier,
+    /// and mutexes it takes meanwhile are the runtime's (LLVM libomp suspends a waiting
+    /// thread on its own mutex and condition variable), not the program's synchronization.
+    pub in_barrier: bool,
+    /// Mutexes taken while [`ThreadState::in_barrier`] and not recorded: their releases are
+    /// not recorded either.
+    pub unrecorded_locks: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -200,6 +207,11 @@ pub(crate) fn init_exit_key() {
 /// the child's `exit` would wait forever.
 pub(crate) fn forget_in_fork_child() {
     set_state_slot(QUIET);
+}
+
+/// Whether the calling thread is doing the shim's work (or is the shim's own thread).
+pub(crate) fn internal() -> bool {
+    TLS.with(|t| t.flags.get() & INTERNAL != 0)
 }
 
 /// Marks the calling thread as the shim's own: it never records.
@@ -320,6 +332,8 @@ fn create() -> Option<&'static mut ThreadState> {
         stack_frames: Vec::with_capacity(cachescope_schema::event::MAX_STACK_FRAMES),
         forking: false,
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
+        in_barrier: false,
+        unrecorded_locks: Vec::with_capacity(4),
     });
     let raw = Box::into_raw(st);
     lock(&REGISTRY).0.push(raw as usize);
@@ -352,6 +366,11 @@ impl ThreadState {
     /// publishes both to the collector (for everything but accesses; see the module doc).
     #[inline(always)]
     pub fn push(&mut self, event: Event) {
+        match event {
+            Event::BarrierEnter { .. } => self.in_barrier = true,
+            Event::BarrierLeave { .. } => self.in_barrier = false,
+            _ => {}
+        }
         // SAFETY: see `put`; this thread owns the state.
         let n = unsafe { self.put(event) };
         self.committed.store(n, Ordering::Release);
