@@ -603,15 +603,7 @@ fn recording_leaves_the_programs_heap_as_it_is_natively() {
             native,
             "{compiler}: recorded vs native block offsets"
         );
-        let (code, json, _) = audit_json(&trace);
-        let what = format!("{compiler}: {:#}", json["findings"]);
-        assert_eq!(code, 1, "{what}");
-        let f = json["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["kind"] == "false_sharing")
-            .unwrap_or_else(|| panic!("{what}"));
+        let (f, _, what) = failing_false_sharing(&trace, compiler);
         assert_eq!(f["object"]["kind"], "heap", "{what}");
         assert!(
             f["object"]["name"]
@@ -785,15 +777,7 @@ fn accesses_in_inlined_library_code_are_named_by_the_programs_line() {
         );
         let trace = dir.path().join(format!("atomics-{compiler}.cstrace"));
         assert_eq!(record(&trace, &prog, &[], 1), "100000\n", "{compiler}");
-        let (code, json, sarif) = audit_json(&trace);
-        let what = format!("{compiler}: {:#}", json["findings"]);
-        assert_eq!(code, 1, "{what}");
-        let f = json["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["kind"] == "false_sharing")
-            .unwrap_or_else(|| panic!("{what}"));
+        let (f, sarif, what) = failing_false_sharing(&trace, compiler);
         for side in ["writer", "victim"] {
             assert_eq!(f[side]["line"].as_u64(), Some(u64::from(bump)), "{what}");
             assert!(
@@ -825,15 +809,7 @@ fn openmp_regions_are_named_after_the_function_they_are_written_in() {
             let prog = build(dir.path(), &name, &cxx, &src, &[opt, "-g", "-fopenmp"]);
             let trace = dir.path().join(format!("{name}.cstrace"));
             assert_eq!(record(&trace, &prog, &[], 2), "sum=300000\n", "{name}");
-            let (code, json, _) = audit_json(&trace);
-            let what = format!("{name}: {:#}", json["findings"]);
-            assert_eq!(code, 1, "{what}");
-            let f = json["findings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["kind"] == "false_sharing")
-                .unwrap_or_else(|| panic!("{what}"));
+            let (f, _, what) = failing_false_sharing(&trace, &name);
             for side in ["writer", "victim"] {
                 assert_eq!(
                     f[side]["function"], "ns::Acc::run(long) (OpenMP region)",
@@ -1413,15 +1389,7 @@ fn an_instrumented_plugin_loaded_by_a_relative_path_is_named_in_the_audit() {
             path.display(),
             t.modules().map(|m| &m.path).collect::<Vec<_>>()
         );
-        let (code, json, sarif) = audit_json(&trace);
-        let what = format!("{compiler}: {:#}", json["findings"]);
-        assert_eq!(code, 1, "{what}");
-        let f = json["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["kind"] == "false_sharing")
-            .unwrap_or_else(|| panic!("{what}"));
+        let (f, sarif, what) = failing_false_sharing(&trace, compiler);
         assert_eq!(f["object"]["name"], "plug_counters", "{what}");
         assert_eq!(
             f["writer"]["line"].as_u64(),
@@ -1491,6 +1459,26 @@ fn two_globals_in_one_line_shared_in_turn_are_two_findings() {
             assert!(f["simulated_false"].as_u64().unwrap() > 0, "{what}");
         }
     }
+}
+
+/// The audit of `trace`, which must fail (exit 1) with a false-sharing finding: that finding
+/// (the first), the SARIF log, and a description for assertion messages (`label` and every
+/// finding).
+fn failing_false_sharing(
+    trace: &Path,
+    label: &str,
+) -> (serde_json::Value, serde_json::Value, String) {
+    let (code, json, sarif) = audit_json(trace);
+    let what = format!("{label}: {:#}", json["findings"]);
+    assert_eq!(code, 1, "{what}");
+    let f = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "false_sharing")
+        .cloned()
+        .unwrap_or_else(|| panic!("{what}"));
+    (f, sarif, what)
 }
 
 /// `cachescope audit --json - --sarif FILE` of `trace`: exit code, JSON report, SARIF log.

@@ -46,7 +46,7 @@ struct Locked {
     classes: UnsafeCell<Classes>,
 }
 
-// SAFETY: `classes` is only touched while `busy` is held (see `with_classes`).
+// SAFETY: `classes` is only touched while `busy` is held (see `Locked::with`).
 unsafe impl Sync for Locked {}
 
 static STATE: Locked = Locked {
@@ -58,33 +58,35 @@ static STATE: Locked = Locked {
     }),
 };
 
-fn lock() {
-    let mut spins = 0u32;
-    while STATE
-        .busy
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield has no preconditions.
-            unsafe { libc::sched_yield() };
+impl Locked {
+    fn lock(&self) {
+        let mut spins = 0u32;
+        while self
+            .busy
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                // SAFETY: sched_yield has no preconditions.
+                unsafe { libc::sched_yield() };
+            }
         }
     }
-}
 
-fn unlock() {
-    STATE.busy.store(false, Ordering::Release);
-}
+    fn unlock(&self) {
+        self.busy.store(false, Ordering::Release);
+    }
 
-fn with_classes<R>(f: impl FnOnce(&mut Classes) -> R) -> R {
-    lock();
-    // SAFETY: the lock is held, so no other reference to the classes exists.
-    let r = f(unsafe { &mut *STATE.classes.get() });
-    unlock();
-    r
+    fn with<R>(&self, f: impl FnOnce(&mut Classes) -> R) -> R {
+        self.lock();
+        // SAFETY: the lock is held, so no other reference to the classes exists.
+        let r = f(unsafe { &mut *self.classes.get() });
+        self.unlock();
+        r
+    }
 }
 
 /// The class of a block of `size` bytes aligned to `align`, if one serves it.
@@ -133,7 +135,7 @@ unsafe impl GlobalAlloc for OwnMemory {
             };
         };
         let size = SMALLEST_CLASS << class;
-        with_classes(|c| {
+        STATE.with(|c| {
             let head = c.free[class];
             if !head.is_null() {
                 // SAFETY: a block on the free list holds its successor (written by dealloc).
@@ -157,7 +159,7 @@ unsafe impl GlobalAlloc for OwnMemory {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         match class_of(layout.size(), layout.align()) {
-            Some(class) => with_classes(|c| {
+            Some(class) => STATE.with(|c| {
                 let block = ptr.cast::<FreeBlock>();
                 // SAFETY: the block is the caller's to give back, at least 16 bytes and
                 // aligned to its class, so it can hold the list link.
@@ -193,27 +195,6 @@ static FOREIGN: Locked = Locked {
 };
 static FOREIGN_START: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn with_foreign<R>(f: impl FnOnce(&mut Classes) -> R) -> R {
-    let mut spins = 0u32;
-    while FOREIGN
-        .busy
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield has no preconditions.
-            unsafe { libc::sched_yield() };
-        }
-    }
-    // SAFETY: the lock is held.
-    let r = f(unsafe { &mut *FOREIGN.classes.get() });
-    FOREIGN.busy.store(false, Ordering::Release);
-    r
-}
-
 /// A block of `size` bytes for a C library call made while the shim works (glibc's
 /// `pthread_create` allocates the new thread's TLS vector with `calloc`, the writer thread's
 /// included): taken from the program's heap, it would shift every later block of the program
@@ -221,7 +202,7 @@ fn with_foreign<R>(f: impl FnOnce(&mut Classes) -> R) -> R {
 /// the C library).
 pub(crate) fn c_alloc(size: usize, zero: bool) -> Option<*mut u8> {
     let class = class_of(size.checked_add(HEADER)?, HEADER)?;
-    let block = with_foreign(|c| {
+    let block = FOREIGN.with(|c| {
         let head = c.free[class];
         if !head.is_null() {
             // SAFETY: a block on the free list holds its successor.
@@ -288,7 +269,7 @@ pub(crate) fn c_free(p: *mut u8) {
     let block = unsafe { p.sub(HEADER) };
     // SAFETY: as above.
     let class = unsafe { block.cast::<usize>().read() };
-    with_foreign(|c| {
+    FOREIGN.with(|c| {
         let b = block.cast::<FreeBlock>();
         // SAFETY: the block is the caller's to give back and large enough for the link.
         unsafe {
@@ -301,28 +282,13 @@ pub(crate) fn c_free(p: *mut u8) {
 }
 
 extern "C" fn before_fork() {
-    lock();
-    with_foreign_locked(true);
+    STATE.lock();
+    FOREIGN.lock();
 }
 
 extern "C" fn after_fork() {
-    with_foreign_locked(false);
-    unlock();
-}
-
-/// Takes (`true`) or releases the [`c_alloc`] region's lock around `fork`.
-fn with_foreign_locked(take: bool) {
-    if take {
-        while FOREIGN
-            .busy
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            std::hint::spin_loop();
-        }
-    } else {
-        FOREIGN.busy.store(false, Ordering::Release);
-    }
+    FOREIGN.unlock();
+    STATE.unlock();
 }
 
 /// Takes the allocator's lock around `fork`, so that the child (which has only the forking
