@@ -41,6 +41,43 @@ struct Classes {
     end: usize,
 }
 
+impl Classes {
+    /// A block of `class`: a freed one, else carved from the current region; when that has
+    /// no room, from the region `refill` maps (start and length), if it maps one.
+    fn take(&mut self, class: usize, refill: impl FnOnce() -> Option<(usize, usize)>) -> *mut u8 {
+        let head = self.free[class];
+        if !head.is_null() {
+            // SAFETY: a block on the free list holds its successor (written by `give`).
+            self.free[class] = unsafe { (*head).next };
+            return head.cast();
+        }
+        let size = SMALLEST_CLASS << class;
+        let mut at = self.cursor.next_multiple_of(size);
+        if self.end == 0 || at + size > self.end {
+            let Some((start, len)) = refill() else {
+                return null_mut();
+            };
+            (self.cursor, self.end) = (start, start + len);
+            at = start;
+        }
+        self.cursor = at + size;
+        at as *mut u8
+    }
+
+    /// Gives back a block of `class` taken before.
+    fn give(&mut self, class: usize, block: *mut u8) {
+        let block = block.cast::<FreeBlock>();
+        // SAFETY: the block is the caller's to give back, at least 16 bytes and aligned to
+        // its class, so it can hold the list link.
+        unsafe {
+            block.write(FreeBlock {
+                next: self.free[class],
+            })
+        };
+        self.free[class] = block;
+    }
+}
+
 struct Locked {
     busy: AtomicBool,
     classes: UnsafeCell<Classes>,
@@ -49,16 +86,20 @@ struct Locked {
 // SAFETY: `classes` is only touched while `busy` is held (see `Locked::with`).
 unsafe impl Sync for Locked {}
 
-static STATE: Locked = Locked {
-    busy: AtomicBool::new(false),
-    classes: UnsafeCell::new(Classes {
-        free: [null_mut(); CLASSES],
-        cursor: 0,
-        end: 0,
-    }),
-};
+static STATE: Locked = Locked::new();
 
 impl Locked {
+    const fn new() -> Locked {
+        Locked {
+            busy: AtomicBool::new(false),
+            classes: UnsafeCell::new(Classes {
+                free: [null_mut(); CLASSES],
+                cursor: 0,
+                end: 0,
+            }),
+        }
+    }
+
     fn lock(&self) {
         let mut spins = 0u32;
         while self
@@ -99,13 +140,18 @@ fn class_of(size: usize, align: usize) -> Option<usize> {
 }
 
 fn map(len: usize) -> *mut u8 {
+    map_with(len, 0)
+}
+
+/// An anonymous private read-write mapping of `len` bytes with `flags` added, or null.
+fn map_with(len: usize, flags: libc::c_int) -> *mut u8 {
     // SAFETY: an anonymous private mapping; no existing memory is touched.
     let p = unsafe {
         libc::mmap(
             null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
             -1,
             0,
         )
@@ -134,42 +180,17 @@ unsafe impl GlobalAlloc for OwnMemory {
                 null_mut()
             };
         };
-        let size = SMALLEST_CLASS << class;
         STATE.with(|c| {
-            let head = c.free[class];
-            if !head.is_null() {
-                // SAFETY: a block on the free list holds its successor (written by dealloc).
-                c.free[class] = unsafe { (*head).next };
-                return head.cast();
-            }
-            let mut at = c.cursor.next_multiple_of(size);
-            if c.cursor == 0 || at + size > c.end {
+            c.take(class, || {
                 let chunk = map(CHUNK);
-                if chunk.is_null() {
-                    return null_mut();
-                }
-                c.cursor = chunk as usize;
-                c.end = c.cursor + CHUNK;
-                at = c.cursor;
-            }
-            c.cursor = at + size;
-            at as *mut u8
+                (!chunk.is_null()).then_some((chunk as usize, CHUNK))
+            })
         })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         match class_of(layout.size(), layout.align()) {
-            Some(class) => STATE.with(|c| {
-                let block = ptr.cast::<FreeBlock>();
-                // SAFETY: the block is the caller's to give back, at least 16 bytes and
-                // aligned to its class, so it can hold the list link.
-                unsafe {
-                    block.write(FreeBlock {
-                        next: c.free[class],
-                    })
-                };
-                c.free[class] = block;
-            }),
+            Some(class) => STATE.with(|c| c.give(class, ptr)),
             None => {
                 // SAFETY: a mapping of this length made by `alloc` for this layout.
                 unsafe { libc::munmap(ptr.cast(), mapped_len(layout.size())) };
@@ -185,14 +206,7 @@ const FOREIGN_BYTES: usize = 64 << 20;
 const HEADER: usize = 16;
 
 /// The region of [`c_alloc`] blocks, mapped on first use: start and end (0 until then).
-static FOREIGN: Locked = Locked {
-    busy: AtomicBool::new(false),
-    classes: UnsafeCell::new(Classes {
-        free: [null_mut(); CLASSES],
-        cursor: 0,
-        end: 0,
-    }),
-};
+static FOREIGN: Locked = Locked::new();
 static FOREIGN_START: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// A block of `size` bytes for a C library call made while the shim works (glibc's
@@ -203,39 +217,19 @@ static FOREIGN_START: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomic
 pub(crate) fn c_alloc(size: usize, zero: bool) -> Option<*mut u8> {
     let class = class_of(size.checked_add(HEADER)?, HEADER)?;
     let block = FOREIGN.with(|c| {
-        let head = c.free[class];
-        if !head.is_null() {
-            // SAFETY: a block on the free list holds its successor.
-            c.free[class] = unsafe { (*head).next };
-            return head.cast::<u8>();
-        }
-        if c.end == 0 {
-            // SAFETY: reserving address space only (MAP_NORESERVE); pages are committed as
-            // they are touched.
-            let p = unsafe {
-                libc::mmap(
-                    null_mut(),
-                    FOREIGN_BYTES,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return null_mut();
+        c.take(class, || {
+            // Once only: the region is reserved address space (MAP_NORESERVE), committed as
+            // pages are touched; when it is full, the C library serves the call.
+            if FOREIGN_START.load(Ordering::Acquire) != 0 {
+                return None;
             }
-            c.cursor = p as usize;
-            c.end = c.cursor + FOREIGN_BYTES;
-            FOREIGN_START.store(c.cursor, Ordering::Release);
-        }
-        let size = SMALLEST_CLASS << class;
-        let at = c.cursor.next_multiple_of(size);
-        if at + size > c.end {
-            return null_mut();
-        }
-        c.cursor = at + size;
-        at as *mut u8
+            let region = map_with(FOREIGN_BYTES, libc::MAP_NORESERVE);
+            if region.is_null() {
+                return None;
+            }
+            FOREIGN_START.store(region as usize, Ordering::Release);
+            Some((region as usize, FOREIGN_BYTES))
+        })
     });
     if block.is_null() {
         return None;
@@ -269,16 +263,7 @@ pub(crate) fn c_free(p: *mut u8) {
     let block = unsafe { p.sub(HEADER) };
     // SAFETY: as above.
     let class = unsafe { block.cast::<usize>().read() };
-    FOREIGN.with(|c| {
-        let b = block.cast::<FreeBlock>();
-        // SAFETY: the block is the caller's to give back and large enough for the link.
-        unsafe {
-            b.write(FreeBlock {
-                next: c.free[class],
-            })
-        };
-        c.free[class] = b;
-    });
+    FOREIGN.with(|c| c.give(class, block));
 }
 
 extern "C" fn before_fork() {
