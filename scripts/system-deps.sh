@@ -6,11 +6,17 @@
 #   clang-14, libomp-14-dev: the tracer is tested with both compilers (clang's OpenMP runtime
 #   is LLVM's libomp, seen through OMPT).
 #   binutils: addr2line, which the tracer tests use to check code positions.
-# The Rust toolchain itself (cargo, rustc >= 1.85) must already be installed.
+# The Rust toolchain itself (cargo, rustc >= 1.88) must already be installed.
 set -euo pipefail
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "error: cargo not found; install the Rust toolchain (rustup, Rust >= 1.85) first" >&2
+  echo "error: cargo not found; install the Rust toolchain (rustup, Rust >= 1.88) first" >&2
+  exit 2
+fi
+# The shim's variadic exec trampolines are naked functions (stable since Rust 1.88).
+rust_version=$(rustc --version | awk '{print $2}')
+if ! printf '1.88.0\n%s\n' "${rust_version%%-*}" | sort -V -C; then
+  echo "error: rustc $rust_version is older than 1.88; update the toolchain (rustup update)" >&2
   exit 2
 fi
 

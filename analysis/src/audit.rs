@@ -750,7 +750,7 @@ fn shift_breaks_alignment(layout: Layout, b: &BlockEstimate, symbols: &mut Symbo
             None => symbols.declared_alignment(b.sample_addr),
         },
     };
-    align.is_some_and(|a| layout.shift % a != 0)
+    align.is_some_and(|a| !layout.shift.is_multiple_of(a))
 }
 
 /// The local variable holding block `b`, when it is in a recorded stack frame and DWARF

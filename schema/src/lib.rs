@@ -9,7 +9,8 @@
 //! * [`TraceFile`]: open and index a file, iterate one thread's events or all threads in the
 //!   global (time, thread) order of the time model ([`merge`]);
 //! * [`scan`] / [`summary`]: checking and summarizing, used by `cachescope trace info|verify`;
-//! * [`synth`]: synthetic workloads for tests and benches.
+//! * [`synth`]: synthetic workloads for tests and benches;
+//! * [`instrumentation`]: which callbacks make a program recordable, and its time unit.
 //!
 //! Every error says what went wrong and where ([`TraceError`]); reader limits are in
 //! [`limits`].
@@ -21,6 +22,7 @@ pub mod columns;
 pub mod error;
 pub mod event;
 pub mod frame;
+pub mod instrumentation;
 pub mod limits;
 pub mod merge;
 pub mod prefetch;
@@ -36,6 +38,7 @@ pub mod writer;
 
 pub use error::{ErrorKind, Result, TraceError};
 pub use event::{Access, AccessKind, Alignment, CodePos, Event, EventKind, ThreadId};
+pub use instrumentation::Instrumentation;
 pub use merge::{MergedEvents, QuantaSizes, TimedEvent};
 pub use reader::{CursorMark, OpenOptions, ThreadCursor, ThreadEvents, TraceFile};
 pub use record::{HostInfo, ModuleInfo, TimeUnit, TraceHeader, Trailer};

@@ -66,7 +66,7 @@ impl CgGeometry {
             return Err("associativity must be ≥ 1 and the line size a power of two ≥ 16".into());
         }
         let lines = self.size / self.line as u64;
-        if self.size % self.line as u64 != 0 || lines % self.assoc as u64 != 0 {
+        if !self.size.is_multiple_of(self.line as u64) || !lines.is_multiple_of(self.assoc as u64) {
             return Err("size must be a multiple of line size × associativity".into());
         }
         let sets = lines / self.assoc as u64;

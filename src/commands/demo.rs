@@ -117,7 +117,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
             args: prog_args.iter().map(OsString::from).collect(),
             output: trace_path.clone(),
             shim: shim_path.clone(),
-            time_unit: inspect(&bin)?.time_unit(),
+            time_unit: Some(inspect(&bin)?.time_unit()),
             alloc_callers: MAX_ALLOC_CALLERS,
             env: vec![("OMP_NUM_THREADS".into(), "2".into())],
         })?;

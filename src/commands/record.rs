@@ -1,11 +1,15 @@
 //! `cachescope record`.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use cachescope_schema::{OpenOptions, TraceFile};
-use cachescope_tracer::record::{inspect, record, resolve_program, RecordOptions};
+use cachescope_tracer::record::{
+    inspect, instrumented_program_in, is_script, record, resolve_program, Instrumentation,
+    RecordOptions,
+};
 use cachescope_tracer::shim;
 
 use super::EXIT_BAD_INPUT;
@@ -19,19 +23,12 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         bail!("give the program to record after --, e.g. cachescope record -- ./prog 4")
     };
     let program = resolve_program(&PathBuf::from(program))?;
-    let ins = inspect(&program)?;
-    if !ins.tsan && !ins.sancov_accesses {
-        bail!(
-            "{} was not built with `cachescope cc` (it calls no ThreadSanitizer or \
-             SanitizerCoverage load/store callbacks), so no accesses would be recorded; \
-             rebuild it, e.g. CC=\"cachescope cc\" make",
-            program.display()
-        );
-    }
+    let target = choose_target(&program, prog_args, args.follow)?;
     let output = match &args.output {
         Some(o) => o.clone(),
         None => {
-            let name = program
+            let named = target.launched.as_deref().unwrap_or(&program);
+            let name = named
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "program".into());
@@ -44,7 +41,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         args: prog_args.to_vec(),
         output,
         shim: shim::locate(&exe)?,
-        time_unit: ins.time_unit(),
+        time_unit: target.instrumentation.map(Instrumentation::time_unit),
         alloc_callers: usize::from(args.alloc_callers),
         env: Vec::new(),
     };
@@ -87,7 +84,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 (_, Some(sig)) => format!("the program was killed by signal {sig}"),
                 (Some(code), _) => format!(
                     "the program ended with status {code} without the recorder's end: \
-                     _exit(), exec, or a recording error reported above"
+                     _exit() or a recording error reported above"
                 ),
                 (None, None) => "the program did not end normally".to_string(),
             };
@@ -97,6 +94,12 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 path.display()
             )
         }
+        (None, _) if target.instrumentation.is_none() => eprintln!(
+            "cachescope: no trace was written: no program built with `cachescope cc` ran under \
+             {} (a launcher passes the recording on to the first such program it starts; it \
+             must keep the environment, CACHESCOPE_OUT and LD_PRELOAD)",
+            program.display()
+        ),
         (None, _) => eprintln!(
             "cachescope: no trace was written (the program exited before the recorder started, \
              or the shim was not loaded)"
@@ -109,4 +112,48 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_BAD_INPUT));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `record` runs: the program itself, built with `cachescope cc`, or a launcher that
+/// starts such a program (the shim records the first process whose executable is
+/// instrumented, see `docs/tracer.md`).
+struct Target {
+    /// The program's instrumentation, when it is the one recorded.
+    instrumentation: Option<Instrumentation>,
+    /// For a launcher: the instrumented program its arguments name, if any.
+    launched: Option<PathBuf>,
+}
+
+fn choose_target(program: &Path, args: &[OsString], follow: bool) -> Result<Target> {
+    let script = is_script(program);
+    let ins = if script {
+        None
+    } else {
+        Some(inspect(program)?)
+    };
+    if let Some(ins) = ins.filter(|i| i.records_accesses()) {
+        return Ok(Target {
+            instrumentation: Some(ins),
+            launched: None,
+        });
+    }
+    let launched = instrumented_program_in(args);
+    if script || follow || launched.is_some() {
+        tracing::info!(
+            launcher = %program.display(),
+            program = ?launched,
+            "recording the first instrumented program the launcher starts"
+        );
+        return Ok(Target {
+            instrumentation: None,
+            launched,
+        });
+    }
+    bail!(
+        "{} was not built with `cachescope cc` (it calls no ThreadSanitizer or \
+         SanitizerCoverage load/store callbacks), so no accesses would be recorded; \
+         rebuild it, e.g. CC=\"cachescope cc\" make (if it is a launcher that starts the \
+         program to record, pass --follow)",
+        program.display()
+    )
 }

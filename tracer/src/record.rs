@@ -11,29 +11,8 @@ use std::process::{Command, ExitStatus};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+pub use cachescope_schema::Instrumentation;
 use cachescope_schema::{OpenOptions, TimeUnit, TraceFile};
-
-/// How a program was instrumented, read from its dynamic symbol imports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Instrumentation {
-    /// It calls ThreadSanitizer entry points.
-    pub tsan: bool,
-    /// It calls SanitizerCoverage load/store callbacks.
-    pub sancov_accesses: bool,
-    /// It calls basic-block callbacks (so time is in instructions).
-    pub blocks: bool,
-}
-
-impl Instrumentation {
-    /// The time unit its trace will have.
-    pub fn time_unit(self) -> TimeUnit {
-        if self.blocks {
-            TimeUnit::Instructions
-        } else {
-            TimeUnit::Events
-        }
-    }
-}
 
 /// Why recording could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +63,8 @@ pub fn resolve_program(program: &Path) -> Result<PathBuf, RecordError> {
         .ok_or_else(|| not_found("not found in PATH"))
 }
 
-/// Reads which instrumentation callbacks `program` imports.
+/// Reads which instrumentation callbacks `program` imports (the shim applies the same rule to
+/// the executable of each process it is loaded into).
 pub fn inspect(program: &Path) -> Result<Instrumentation, RecordError> {
     use object::{Object, ObjectSymbol};
     let bad = |reason: String| RecordError::Program {
@@ -94,27 +74,42 @@ pub fn inspect(program: &Path) -> Result<Instrumentation, RecordError> {
     let data = std::fs::read(program).map_err(|e| bad(e.to_string()))?;
     let file = object::File::parse(&*data)
         .map_err(|e| bad(format!("not an executable cachescope can read: {e}")))?;
-    let mut ins = Instrumentation {
-        tsan: false,
-        sancov_accesses: false,
-        blocks: false,
-    };
-    for sym in file.dynamic_symbols() {
-        if !sym.is_undefined() {
-            continue;
-        }
-        let Ok(name) = sym.name() else { continue };
-        if name.starts_with("__tsan_") {
-            ins.tsan = true;
-        } else if name.starts_with("__sanitizer_cov_load")
-            || name.starts_with("__sanitizer_cov_store")
-        {
-            ins.sancov_accesses = true;
-        } else if name.starts_with("__sanitizer_cov_trace_pc") {
-            ins.blocks = true;
-        }
-    }
-    Ok(ins)
+    let imports = file
+        .dynamic_symbols()
+        .filter(|sym| sym.is_undefined())
+        .filter_map(|sym| sym.name().ok());
+    Ok(Instrumentation::from_imports(imports))
+}
+
+/// Whether `program` is a script (starts with `#!`). It may start a program built with
+/// `cachescope cc`, and the shim then records that one.
+pub fn is_script(program: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(program)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == b"#!")
+}
+
+/// Words of a launcher's arguments looked at for the program it starts (a command line with
+/// more is not searched further: launchers name their program early).
+const LAUNCHER_WORDS: usize = 256;
+
+/// The first program built with `cachescope cc` that a launcher's arguments name (`env
+/// OMP_NUM_THREADS=2 ./prog`, `taskset -c 0,1 ./prog`, `sh -c "./prog 4"`): an argument, or a
+/// word of one, that is such an executable (a bare name is looked up in `PATH`).
+pub fn instrumented_program_in(args: &[OsString]) -> Option<PathBuf> {
+    args.iter()
+        .flat_map(|a| {
+            a.to_string_lossy()
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '\'' || c == '"').to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        .take(LAUNCHER_WORDS)
+        .filter_map(|w| resolve_program(Path::new(&w)).ok())
+        .find(|p| inspect(p).is_ok_and(Instrumentation::records_accesses))
 }
 
 /// What to record.
@@ -128,8 +123,9 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// The shim library.
     pub shim: PathBuf,
-    /// Time unit to record in.
-    pub time_unit: TimeUnit,
+    /// Time unit to record in; `None` lets the shim take the one of the executable it
+    /// records (a launcher's program is known only when it starts).
+    pub time_unit: Option<TimeUnit>,
     /// Callers to record per heap allocation beyond its site (at most
     /// [`cachescope_schema::event::MAX_ALLOC_CALLERS`]).
     pub alloc_callers: usize,
@@ -205,6 +201,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     }
     let start = std::time::Instant::now();
     let mut command = Command::new(&opts.program);
+    if let Some(unit) = opts.time_unit {
+        command.env("CACHESCOPE_TIME_UNIT", unit.name());
+    }
     if let Some(cpus) = own_cpu_list() {
         command.env("CACHESCOPE_WRITER_CPUS", cpus);
     }
@@ -212,7 +211,6 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .args(&opts.args)
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .env("CACHESCOPE_OUT", &tmp)
-        .env("CACHESCOPE_TIME_UNIT", opts.time_unit.name())
         .env("CACHESCOPE_ALLOC_CALLERS", opts.alloc_callers.to_string())
         .env("LD_PRELOAD", preload)
         .env("LD_BIND_NOW", "1")

@@ -337,11 +337,11 @@ fn unit2(bytes: u64) -> u64 {
 
 /// "16 KiB", "128 MiB".
 fn size_text(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
-    } else if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    } else if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} B")

@@ -219,7 +219,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
                     .collect(),
                 output: trace.clone(),
                 shim: shim_path.clone(),
-                time_unit,
+                time_unit: Some(time_unit),
                 // Counting instructions: allocations do not matter.
                 alloc_callers: 0,
                 env: Vec::new(),

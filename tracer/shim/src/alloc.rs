@@ -163,7 +163,7 @@ extern "C" fn posix_memalign_impl(
     size: size_t,
     ret: u64,
 ) -> c_int {
-    if !align.is_power_of_two() || align % std::mem::size_of::<usize>() != 0 {
+    if !align.is_power_of_two() || !align.is_multiple_of(std::mem::size_of::<usize>()) {
         return libc::EINVAL;
     }
     // SAFETY: as above.

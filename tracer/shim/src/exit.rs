@@ -8,8 +8,9 @@
 //!   and completes the trace, then re-raises the signal with its default action, so the program
 //!   still dies of it (and its parent sees that).
 //! * `fork`: the child has no writer thread and the trace belongs to the parent, so the child
-//!   does not record. `exec`: the shim removes `CACHESCOPE_OUT` from the environment at start,
-//!   so programs started from the recorded one are not recorded either.
+//!   does not record. `exec` ends the recording as exit does (`exec.rs`); the shim removes
+//!   `CACHESCOPE_OUT` from the environment at start, so programs started from the recorded one
+//!   are not recorded.
 //! * `_exit`, SIGKILL, crashes: the trace keeps its complete chunks but has no trailer;
 //!   `cachescope trace verify` says so and `--allow-incomplete` uses what is there.
 

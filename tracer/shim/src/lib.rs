@@ -5,11 +5,12 @@
 //! (`cov.rs`) report memory accesses and basic blocks; interposed functions report threads,
 //! locks and barriers (`pthread.rs`, `gomp.rs`; LLVM libomp through the OMPT tool in
 //! `ompt.rs`), heap blocks (`alloc.rs`; C++ `operator new` sites in `cxx_new.rs`), `memcpy`/`memset` ranges (`mem.rs`) and modules
-//! (`exit.rs`'s `dlopen`). Events go into per-thread buffers (`thread.rs`) and from there to one writer
+//! (`exit.rs`'s `dlopen`); `exec.rs` ends the recording where the program replaces itself. Events go into per-thread buffers (`thread.rs`) and from there to one writer
 //! thread (`recorder.rs`) that encodes the trace with the schema crate's writer.
 //!
-//! The shim is inert unless `CACHESCOPE_OUT` names the output (as `cachescope record` does),
-//! so instrumented binaries also run normally. It must never unwind into C: it has no panicking
+//! The shim is inert unless `CACHESCOPE_OUT` names the output (as `cachescope record` does)
+//! and the process's executable is instrumented, so instrumented binaries also run normally
+//! and a launcher passes the recording on to the program it starts. It must never unwind into C: it has no panicking
 //! paths on recording threads (errors end recording with a message instead), and a panic that
 //! reaches an `extern "C"` entry point aborts instead of unwinding.
 //!
@@ -28,6 +29,7 @@ mod blockcost;
 mod callers;
 mod cov;
 mod cxx_new;
+mod exec;
 mod exit;
 mod fds;
 mod gomp;

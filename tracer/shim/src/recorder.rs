@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use cachescope_schema::event::MAX_ALLOC_CALLERS;
 use cachescope_schema::{
-    Event, ModuleInfo, ThreadId, ThreadWriter, TimeUnit, TraceHeader, TraceWriter,
+    Event, Instrumentation, ModuleInfo, ThreadId, ThreadWriter, TimeUnit, TraceHeader, TraceWriter,
 };
 
 use crate::thread;
@@ -26,7 +26,8 @@ use crate::thread;
 /// Environment variable naming the output trace (set by `cachescope record`). Without it the
 /// shim stays inert: every callback returns at once.
 pub const ENV_OUT: &str = "CACHESCOPE_OUT";
-/// Environment variable with the time unit: `instructions` or `events`.
+/// Environment variable with the time unit: `instructions` or `events` (unset: the one of the
+/// executable's instrumentation).
 pub const ENV_TIME_UNIT: &str = "CACHESCOPE_TIME_UNIT";
 /// Environment variable with the CPUs the writer thread may run on, as a Linux CPU list
 /// (`0-3,6`): the affinity `cachescope record` itself had. Needed because the writer thread
@@ -162,17 +163,33 @@ fn recycle(mut buf: Vec<Event>) {
     }
 }
 
-/// Starts recording if `CACHESCOPE_OUT` is set. Called once, from the shim's constructor, on
+/// Starts recording if `CACHESCOPE_OUT` is set and the executable was built with `cachescope
+/// cc`. Called once, from the shim's constructor, on
 /// the thread that loads the program.
 pub(crate) fn start() {
     let Some(path) = std::env::var_os(ENV_OUT).map(PathBuf::from) else {
         return;
     };
+    // A process whose executable was not built with `cachescope cc` records nothing: it is a
+    // launcher (a shell running a script, `env`, `taskset`, `make`), and the program it starts
+    // is the one to record, so the request stays in the environment for it.
+    let ins = match exe_instrumentation() {
+        Ok(ins) if ins.records_accesses() => ins,
+        Ok(_) => return,
+        Err(e) => {
+            eprintln!(
+                "cachescope: not recording pid {}: cannot read its executable: {e}",
+                std::process::id()
+            );
+            return;
+        }
+    };
     // Programs this one starts (exec) must not write into our trace.
     std::env::remove_var(ENV_OUT);
     let unit = match std::env::var(ENV_TIME_UNIT).as_deref() {
         Ok("events") => TimeUnit::Events,
-        _ => TimeUnit::Instructions,
+        Ok("instructions") => TimeUnit::Instructions,
+        _ => ins.time_unit(),
     };
     let callers = match std::env::var(ENV_ALLOC_CALLERS) {
         Err(_) => MAX_ALLOC_CALLERS,
@@ -190,6 +207,16 @@ pub(crate) fn start() {
         Ok(f) => {
             crate::fds::protect(std::os::fd::AsRawFd::as_raw_fd(&f));
             f
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // A launcher that starts several instrumented programs: the first one is recorded.
+            eprintln!(
+                "cachescope: not recording pid {} ({}): an earlier program of this run is \
+                 being recorded",
+                std::process::id(),
+                program_path()
+            );
+            return;
         }
         Err(e) => {
             eprintln!(
@@ -355,6 +382,20 @@ fn set_affinity(thread: libc::pthread_t, cpus: &[usize]) {
     }
 }
 
+/// The instrumentation callbacks this process's executable imports (read from the file,
+/// headers and dynamic symbols only).
+fn exe_instrumentation() -> Result<Instrumentation, String> {
+    use object::{Object, ObjectSymbol};
+    let file = File::open("/proc/self/exe").map_err(|e| e.to_string())?;
+    let cache = object::ReadCache::new(file);
+    let elf = object::File::parse(&cache).map_err(|e| e.to_string())?;
+    let imports = elf
+        .dynamic_symbols()
+        .filter(|sym| sym.is_undefined())
+        .filter_map(|sym| sym.name().ok());
+    Ok(Instrumentation::from_imports(imports))
+}
+
 fn program_path() -> String {
     std::fs::read_link("/proc/self/exe")
         .map(|p| p.to_string_lossy().into_owned())
@@ -504,6 +545,19 @@ pub(crate) fn finish() {
 /// Locks a mutex, also after a panic elsewhere (the shim must keep going).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The program replaces itself (exec): its recorded run ends here, as at exit. Completes the
+/// trace and returns whether this process was recording (a forked child's exec leaves its
+/// parent's trace alone).
+pub(crate) fn end_at_exec() -> bool {
+    let mine = RECORDER.get().is_some_and(|r| r.pid == std::process::id());
+    if !mine || !enabled() {
+        return false;
+    }
+    thread::end_current_thread();
+    thread::quietly(finish);
+    true
 }
 
 /// Stops recording in a forked child: it has no writer thread, and the trace is the parent's.

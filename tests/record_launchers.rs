@@ -1,0 +1,189 @@
+//! `cachescope record` of programs that end by replacing themselves (exec), and of launchers
+//! (a script, `env`, `sh -c`) that start the program built with `cachescope cc`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cachescope_schema::{EventKind, TimeUnit, TraceFile};
+use support::{cachescope, cc, count, ensure_shim, events, stderr};
+
+/// Array elements the program stores (each exactly once, by one of its threads).
+const N: usize = 5000;
+
+/// Builds `tests/record/exec_after_work.c` with gcc and OpenMP into `dir`.
+fn build(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/record/exec_after_work.c");
+    let prog = dir.join("exec_after_work");
+    cc(
+        "gcc",
+        &[
+            "-O2",
+            "-fopenmp",
+            src.to_str().unwrap(),
+            "-o",
+            prog.to_str().unwrap(),
+        ],
+    );
+    prog
+}
+
+/// `cachescope record [-o TRACE] -- COMMAND` in `dir` with 2 OpenMP threads, under a time
+/// limit (a recorder waiting for a writer that exec took away would hang).
+fn record(dir: &Path, trace: Option<&Path>, command: &[&str]) -> Output {
+    ensure_shim();
+    let mut c = Command::new("timeout");
+    c.arg("60").arg(cachescope()).arg("record");
+    if let Some(t) = trace {
+        c.arg("-o").arg(t);
+    }
+    c.arg("--")
+        .args(command)
+        .current_dir(dir)
+        .env("OMP_NUM_THREADS", "2")
+        .output()
+        .expect("run cachescope record")
+}
+
+/// Stores to `g_array` in the trace, over all threads.
+fn stores(trace: &Path) -> usize {
+    events(trace)
+        .iter()
+        .map(|(_, evs)| count(evs, EventKind::Store))
+        .sum()
+}
+
+#[test]
+fn a_program_that_replaces_itself_leaves_a_complete_trace() {
+    // exec took the writer thread and every buffer with it: the trace was an empty
+    // `.partial` file and `record` exited 2.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let prog = prog.to_str().unwrap();
+    let n = N.to_string();
+    for (how, expect) in [
+        // Seven arguments after the path: the last ones are passed on the stack.
+        ("execl", "1 2 3 4 5 6 7 replaced\n"),
+        ("execlp", "replaced\n"),
+        ("execle", "CHECK=exec\n"),
+        ("execv", "replaced\n"),
+        ("execvp", "replaced\n"),
+        ("execve", "CHECK=exec\n"),
+    ] {
+        let trace = dir.path().join(format!("{how}.cstrace"));
+        let o = record(dir.path(), Some(&trace), &[prog, &n, how]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{how}: {}", stderr(&o));
+        assert!(out.ends_with(expect), "{how}: {out}");
+        // Complete (it opens without --allow-incomplete), with every store made before the
+        // exec; the replacing program is not recorded.
+        assert!(stores(&trace) >= N, "{how}: {} stores", stores(&trace));
+        assert!(!dir.path().join(format!("{how}.cstrace.partial")).exists());
+    }
+}
+
+#[test]
+fn a_failed_exec_ends_the_trace_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let trace = dir.path().join("missing.cstrace");
+    let o = record(
+        dir.path(),
+        Some(&trace),
+        &[prog.to_str().unwrap(), &N.to_string(), "missing"],
+    );
+    // The program's own exit status, its own error message (errno kept), and ours.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("exec: No such file or directory"), "{err}");
+    assert!(err.contains("the trace ended at the exec"), "{err}");
+    assert!(stores(&trace) >= N);
+}
+
+#[test]
+fn a_forked_childs_exec_leaves_the_parents_recording_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let trace = dir.path().join("child.cstrace");
+    let o = record(
+        dir.path(),
+        Some(&trace),
+        &[prog.to_str().unwrap(), &N.to_string(), "child"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).ends_with("child exited 0\n"));
+    // The parent recorded to its end: its main thread's exit is in the trace.
+    let evs = events(&trace);
+    assert_eq!(count(&evs[0].1, EventKind::ThreadExit), 1);
+    assert!(stores(&trace) >= N);
+}
+
+#[test]
+fn launchers_pass_the_recording_on_to_the_instrumented_program() {
+    // `record` refused anything not built with `cachescope cc`; and with a launcher let
+    // through, the launcher's process took the recording and lost it at its exec.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let n = N.to_string();
+    let script = dir.path().join("run.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\n./exec_after_work {N} none\n./exec_after_work 10 none\n"),
+    )
+    .unwrap();
+    let mut perm = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&script, perm).unwrap();
+    let sh_command = format!("OMP_NUM_THREADS=2 ./exec_after_work {N} none");
+    for (what, command) in [
+        (
+            "env",
+            vec!["env", "OMP_PROC_BIND=false", "./exec_after_work", &n],
+        ),
+        ("sh -c", vec!["sh", "-c", &sh_command]),
+        // A script, whose second program is not recorded (the first one is).
+        ("script", vec!["./run.sh"]),
+    ] {
+        let o = record(dir.path(), None, &command);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        // Named after the program the launcher starts, when the command names it.
+        let trace = if what == "script" {
+            assert!(
+                stderr(&o).contains("an earlier program of this run is being recorded"),
+                "{}",
+                stderr(&o)
+            );
+            dir.path().join("run.sh.cstrace")
+        } else {
+            dir.path().join("exec_after_work.cstrace")
+        };
+        let t = TraceFile::open(&trace).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            t.header().program.starts_with(prog.to_str().unwrap()),
+            "{what}: {}",
+            t.header().program
+        );
+        // The shim took the time unit from the program it recorded.
+        assert_eq!(t.header().time_unit, TimeUnit::Instructions, "{what}");
+        assert!(stores(&trace) >= N, "{what}");
+        std::fs::remove_file(&trace).unwrap();
+    }
+}
+
+#[test]
+fn a_launcher_that_starts_no_instrumented_program_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without --follow, an uninstrumented program that names none is refused at once.
+    let o = record(dir.path(), None, &["true"]);
+    support::assert_exit_2(&o, "was not built with `cachescope cc`");
+    assert!(stderr(&o).contains("--follow"), "{}", stderr(&o));
+    // With it, the run says afterwards that nothing was recorded.
+    ensure_shim();
+    let o = Command::new(cachescope())
+        .args(["record", "--follow", "--", "true"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    support::assert_exit_2(&o, "no program built with `cachescope cc` ran under");
+}
