@@ -5,8 +5,12 @@
 //! region, a barrier at its start (members start no earlier than the fork) and one at its end
 //! (the implicit join barrier). Each team gets a synthetic barrier object, so barriers of teams
 //! of different sizes never mix; explicit and loop-end barriers use the same object.
+//! `ordered` sections are a lock of their own (the runtime lets them in in iteration order,
+//! which is the recorded order of acquisitions replay follows). OpenMP nest locks record their
+//! outermost acquisition and the release that frees them (the holder's nested acquisitions
+//! cannot wait), with either runtime: the interposers catch libomp's functions too.
 //! Not modelled (documented): tasks and their dependences, nested parallelism beyond keeping
-//! the team stack, `ordered`, cancellation points, nest locks.
+//! the team stack, cancellation points.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,6 +30,8 @@ const SYNTHETIC: u64 = 0xffff_8000_0000_0000;
 const CRITICAL_LOCK: u64 = SYNTHETIC | 0x1;
 /// The lock behind `GOMP_atomic_start/end`.
 const ATOMIC_LOCK: u64 = SYNTHETIC | 0x2;
+/// The lock behind `ordered` sections (gcc's `GOMP_ordered_start/end`).
+const ORDERED_LOCK: u64 = SYNTHETIC | 0x3;
 /// Team barrier objects: `TEAM_BASE | team number`.
 const TEAM_BASE: u64 = SYNTHETIC | 0x1_0000_0000;
 
@@ -66,6 +72,11 @@ real_fn! {
     real_set_lock: "omp_set_lock" => unsafe extern "C" fn(*mut c_void);
     real_unset_lock: "omp_unset_lock" => unsafe extern "C" fn(*mut c_void);
     real_test_lock: "omp_test_lock" => unsafe extern "C" fn(*mut c_void) -> i32;
+    real_set_nest_lock: "omp_set_nest_lock" => unsafe extern "C" fn(*mut c_void);
+    real_unset_nest_lock: "omp_unset_nest_lock" => unsafe extern "C" fn(*mut c_void);
+    real_test_nest_lock: "omp_test_nest_lock" => unsafe extern "C" fn(*mut c_void) -> i32;
+    real_ordered_start: "GOMP_ordered_start" => unsafe extern "C" fn();
+    real_ordered_end: "GOMP_ordered_end" => unsafe extern "C" fn();
     real_num_threads: "omp_get_num_threads" => unsafe extern "C" fn() -> i32;
 }
 
@@ -301,4 +312,75 @@ pub unsafe extern "C" fn omp_test_lock(l: *mut c_void) -> i32 {
         acquired(l as u64);
     }
     got
+}
+
+/// Changes the calling thread's nesting depth of nest lock `l` by `delta` (+1 or -1) and
+/// returns the new depth, or `None` when the thread does not record.
+fn nest_depth(l: u64, delta: i32) -> Option<u32> {
+    let st = thread::current()?;
+    Some(st.quiet(|st| {
+        let held = &mut st.nest_locks;
+        let i = match held.iter().position(|&(lock, _)| lock == l) {
+            Some(i) => i,
+            None => {
+                held.push((l, 0));
+                held.len() - 1
+            }
+        };
+        let depth = held[i].1.saturating_add_signed(delta);
+        if depth == 0 {
+            held.swap_remove(i);
+        } else {
+            held[i].1 = depth;
+        }
+        depth
+    }))
+}
+
+/// Interposed `omp_set_nest_lock` (either runtime's): the outermost acquisition is recorded.
+#[no_mangle]
+pub unsafe extern "C" fn omp_set_nest_lock(l: *mut c_void) {
+    // SAFETY: forwarding.
+    unsafe { real_set_nest_lock()(l) };
+    if nest_depth(l as u64, 1) == Some(1) {
+        acquired(l as u64);
+    }
+}
+
+/// Interposed `omp_unset_nest_lock`: the release that frees the lock is recorded.
+#[no_mangle]
+pub unsafe extern "C" fn omp_unset_nest_lock(l: *mut c_void) {
+    if nest_depth(l as u64, -1) == Some(0) {
+        releasing(l as u64);
+    }
+    // SAFETY: forwarding.
+    unsafe { real_unset_nest_lock()(l) }
+}
+
+/// Interposed `omp_test_nest_lock`: returns the new nesting depth, or 0 when another thread
+/// holds the lock.
+#[no_mangle]
+pub unsafe extern "C" fn omp_test_nest_lock(l: *mut c_void) -> i32 {
+    // SAFETY: forwarding.
+    let depth = unsafe { real_test_nest_lock()(l) };
+    if depth > 0 && nest_depth(l as u64, 1) == Some(1) {
+        acquired(l as u64);
+    }
+    depth
+}
+
+/// Interposed `GOMP_ordered_start`: the thread's turn in an `ordered` section.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_ordered_start() {
+    // SAFETY: forwarding.
+    unsafe { real_ordered_start()() };
+    acquired(ORDERED_LOCK);
+}
+
+/// Interposed `GOMP_ordered_end`.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_ordered_end() {
+    releasing(ORDERED_LOCK);
+    // SAFETY: forwarding.
+    unsafe { real_ordered_end()() }
 }

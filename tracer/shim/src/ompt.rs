@@ -1,5 +1,5 @@
 //! OpenMP with LLVM's libomp (clang `-fopenmp`): an OMPT tool that records parallel regions,
-//! team barriers, critical sections, atomics, `ordered` and nest locks.
+//! team barriers, critical sections, atomics and `ordered`.
 //!
 //! libomp looks for `ompt_start_tool` when it initializes; the shim defines it, so every
 //! instrumented program that uses libomp loads this tool (only while recording). The events
@@ -16,10 +16,9 @@
 //!   join barrier: their implicit task's end records it instead;
 //! * explicit barriers, the barriers that end worksharing constructs and reduction barriers:
 //!   an episode of the innermost team's barrier;
-//! * `critical`, lock-based `atomic`, `ordered` and nest locks: lock acquire/release on the
-//!   runtime's wait id. Plain OpenMP locks are left to [`crate::gomp`]'s `omp_set_lock` /
-//!   `omp_unset_lock` / `omp_test_lock` interposers (they catch libomp's too); recording them
-//!   here as well would double them.
+//! * `critical`, lock-based `atomic` and `ordered`: lock acquire/release on the runtime's
+//!   wait id. OpenMP locks, plain and nest, are left to [`crate::gomp`]'s `omp_*_lock`
+//!   interposers (they catch libomp's too); recording them here as well would double them.
 //!
 //! The join barrier and the end-of-worksharing barrier have the same kind in libomp 14
 //! (`barrier_implicit`); the join is the one whose return address is null (workers) or the
@@ -102,9 +101,7 @@ const SYNC_BARRIER_IMPLEMENTATION: c_int = 4;
 const SYNC_BARRIER_IMPLICIT_WORKSHARE: c_int = 8;
 const SYNC_BARRIER_IMPLICIT_PARALLEL: c_int = 9;
 
-// ompt_mutex_t
-const MUTEX_NEST_LOCK: c_int = 3;
-const MUTEX_TEST_NEST_LOCK: c_int = 4;
+// ompt_mutex_t (1–4: plain and nest locks, test or not; left to the interposers)
 const MUTEX_CRITICAL: c_int = 5;
 const MUTEX_ATOMIC: c_int = 6;
 const MUTEX_ORDERED: c_int = 7;
@@ -144,12 +141,9 @@ fn classify_barrier(kind: c_int, codeptr: u64, region: u64) -> BarrierRole {
     }
 }
 
-/// Whether mutexes of `kind` are recorded here (plain locks are interposed by symbol).
+/// Whether mutexes of `kind` are recorded here (OpenMP locks are interposed by symbol).
 fn records_mutex(kind: c_int) -> bool {
-    matches!(
-        kind,
-        MUTEX_NEST_LOCK | MUTEX_TEST_NEST_LOCK | MUTEX_CRITICAL | MUTEX_ATOMIC | MUTEX_ORDERED
-    )
+    matches!(kind, MUTEX_CRITICAL | MUTEX_ATOMIC | MUTEX_ORDERED)
 }
 
 /// Per implicit task state, kept in its `ompt_data_t`: the region's id and flags.
@@ -533,16 +527,12 @@ mod tests {
     }
 
     #[test]
-    fn plain_locks_are_left_to_the_interposers() {
+    fn openmp_locks_are_left_to_the_interposers() {
         assert!(!records_mutex(1)); // ompt_mutex_lock
         assert!(!records_mutex(2)); // ompt_mutex_test_lock
-        for kind in [
-            MUTEX_NEST_LOCK,
-            MUTEX_TEST_NEST_LOCK,
-            MUTEX_CRITICAL,
-            MUTEX_ATOMIC,
-            MUTEX_ORDERED,
-        ] {
+        assert!(!records_mutex(3)); // ompt_mutex_nest_lock
+        assert!(!records_mutex(4)); // ompt_mutex_test_nest_lock
+        for kind in [MUTEX_CRITICAL, MUTEX_ATOMIC, MUTEX_ORDERED] {
             assert!(records_mutex(kind), "{kind}");
         }
         assert!(!records_mutex(0));

@@ -178,6 +178,8 @@ pub(crate) struct ThreadState {
     /// Mutexes taken while [`ThreadState::in_barrier`] and not recorded: their releases are
     /// not recorded either.
     pub unrecorded_locks: Vec<u64>,
+    /// OpenMP nest locks this thread holds, with its nesting depth of each (`gomp.rs`).
+    pub nest_locks: Vec<(u64, u32)>,
 }
 
 #[derive(Default)]
@@ -334,6 +336,7 @@ fn create() -> Option<&'static mut ThreadState> {
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
         in_barrier: false,
         unrecorded_locks: Vec::with_capacity(4),
+        nest_locks: Vec::new(),
     });
     let raw = Box::into_raw(st);
     lock(&REGISTRY).0.push(raw as usize);
