@@ -64,6 +64,13 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 .unwrap_or_default();
             let events: u64 = totals.iter().map(|t| t.events).sum();
             let time: u64 = totals.iter().map(|t| t.end_time).sum();
+            if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&outcome.status) {
+                // SIGINT/SIGTERM, or a crash the recorder caught: complete up to that point.
+                eprintln!(
+                    "cachescope: the program was killed by {}; the trace ends there",
+                    signal_label(sig)
+                );
+            }
             eprintln!(
                 "cachescope: recorded {} thread(s), {} events, {} {} in {:.2} s -> {} \
                  ({} bytes, {:.3} bytes/event)",
@@ -81,7 +88,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             use std::os::unix::process::ExitStatusExt;
             // What ended the program before the recorder could complete the trace.
             let why = match (outcome.status.code(), outcome.status.signal()) {
-                (_, Some(sig)) => format!("the program was killed by signal {sig}"),
+                (_, Some(sig)) => format!("the program was killed by {}", signal_label(sig)),
                 (Some(code), _) => format!(
                     "the program ended with status {code} without the recorder's end: \
                      _exit() or a recording error reported above"
@@ -156,4 +163,12 @@ fn choose_target(program: &Path, args: &[OsString], follow: bool) -> Result<Targ
          program to record, pass --follow)",
         program.display()
     )
+}
+
+/// `signal 11 (SIGSEGV)`.
+fn signal_label(sig: i32) -> String {
+    match signal_hook::low_level::signal_name(sig) {
+        Some(name) => format!("signal {sig} ({name})"),
+        None => format!("signal {sig}"),
+    }
 }

@@ -11,8 +11,15 @@
 //!   does not record. `exec` ends the recording as exit does (`exec.rs`); the shim removes
 //!   `CACHESCOPE_OUT` from the environment at start, so programs started from the recorded one
 //!   are not recorded.
-//! * `_exit`, SIGKILL, crashes: the trace keeps its complete chunks but has no trailer;
-//!   `cachescope trace verify` says so and `--allow-incomplete` uses what is there.
+//! * Crashes — SIGSEGV, SIGBUS, SIGFPE, SIGILL, and SIGABRT (`abort`, failed `assert`) — when
+//!   the program has not installed its own handler: the faulting thread publishes its last
+//!   accesses, sets the same flag and waits; the writer completes the trace and re-raises the
+//!   signal with its default action, so the program dies of it as it would have (core dump
+//!   included). If the writer takes more than [`FAULT_WAIT_MS`] (it may wait for a lock the
+//!   faulting thread holds, when the fault is in the shim itself), the thread dies anyway.
+//! * `_exit`, SIGKILL, a stack overflow (no stack for a handler): the trace keeps its complete
+//!   chunks but has no trailer; `cachescope trace verify` says so and `--allow-incomplete` uses
+//!   what is there.
 
 use std::sync::atomic::Ordering;
 
@@ -40,7 +47,14 @@ extern "C" fn init() {
         return;
     }
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        install_stop_handler(sig);
+        install_handler(sig, on_stop_signal as extern "C" fn(c_int) as usize, 0);
+    }
+    for sig in FAULT_SIGNALS {
+        install_handler(
+            sig,
+            on_fault as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize,
+            libc::SA_SIGINFO,
+        );
     }
     // SAFETY: registering a plain function as the fork child handler.
     unsafe { libc::pthread_atfork(None, None, Some(in_fork_child)) };
@@ -70,9 +84,59 @@ extern "C" fn on_stop_signal(sig: c_int) {
     STOP_SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-fn install_stop_handler(sig: c_int) {
+/// Signals that end the program where it faults (or aborts) in the thread that raised them.
+const FAULT_SIGNALS: [c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGABRT,
+];
+
+/// How long a faulting thread waits for the writer to complete the trace (the writer then
+/// ends the process; a large trace's last chunks take well under a second to write).
+const FAULT_WAIT_MS: u32 = 10_000;
+
+/// Handler of [`FAULT_SIGNALS`]: has the writer complete the trace and end the process with
+/// the signal (see the module docs). Async-signal-safe: atomic stores and `nanosleep`.
+extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
+    if recorder::enabled() && !recorder::is_writer_thread() {
+        thread::publish_on_fault();
+        STOP_SIGNAL.store(sig, Ordering::SeqCst);
+        let tick = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        // The writer re-raises the signal for the process once the trace is complete; where
+        // every other thread blocks it (a program whose only thread faulted: the writer blocks
+        // SIGABRT), it arrives when this handler returns.
+        for _ in 0..FAULT_WAIT_MS / 10 {
+            if recorder::trace_ended() {
+                break;
+            }
+            // SAFETY: sleeping with a valid timespec.
+            unsafe { libc::nanosleep(&tick, std::ptr::null_mut()) };
+        }
+    }
+    // The trace is complete, or not recording here (a forked child, the writer itself, the
+    // trace already ended), or the writer took too long: die of the signal as without the
+    // shim. A fault the kernel raised
+    // happens again when the handler returns; one sent by the program (`raise`, `abort`'s
+    // first raise) is sent again.
+    // SAFETY: restoring the default disposition; `info` is the kernel's siginfo for this
+    // signal (SA_SIGINFO), read once.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        if info.is_null() || (*info).si_code <= 0 {
+            libc::raise(sig);
+        }
+    }
+}
+
+/// Installs `handler` for `sig` where the program left the default disposition.
+fn install_handler(sig: c_int, handler: usize, flags: c_int) {
     // SAFETY: reading the current disposition into a zeroed sigaction, then installing ours
-    // only where the program left the default; the handler is async-signal-safe (one store).
+    // only where the program left the default; the handlers are async-signal-safe.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
         if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
@@ -81,9 +145,9 @@ fn install_stop_handler(sig: c_int) {
             return;
         }
         let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = on_stop_signal as extern "C" fn(c_int) as usize;
+        act.sa_sigaction = handler;
         libc::sigemptyset(&mut act.sa_mask);
-        act.sa_flags = libc::SA_RESTART;
+        act.sa_flags = libc::SA_RESTART | flags;
         libc::sigaction(sig, &act, std::ptr::null_mut());
     }
 }

@@ -58,7 +58,15 @@ pub(crate) fn alloc_callers() -> usize {
     ALLOC_CALLERS.load(Ordering::Relaxed)
 }
 
-/// The signal that asked us to stop (SIGINT/SIGTERM), or 0.
+/// Set once the writer has completed the trace (a faulting thread waits for it).
+static TRACE_ENDED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the writer has completed the trace.
+pub(crate) fn trace_ended() -> bool {
+    TRACE_ENDED.load(Ordering::SeqCst)
+}
+
+/// The signal that asked us to stop (SIGINT/SIGTERM, or a fault), or 0.
 pub(crate) static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The program's main thread ended with `pthread_exit`: the process lives on until its last
 /// thread ends, and the writer must not be that last thread (see [`only_writer_left`]).
@@ -436,6 +444,7 @@ fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
         }
     }
     out.finish();
+    TRACE_ENDED.store(true, Ordering::SeqCst);
     if signal != 0 {
         crate::exit::reraise(signal);
     }

@@ -538,6 +538,16 @@ pub(crate) fn collect_all() -> Vec<(ThreadId, Vec<Event>, bool)> {
     })
 }
 
+/// On a fault in the calling thread (from its signal handler): publishes every event it wrote,
+/// so the collector also takes its accesses since its last committed event (the thread runs
+/// no more program code). Nothing else: a signal handler must not allocate or lock, and the
+/// thread may have been interrupted inside the shim (then it is busy and publishes nothing).
+pub(crate) fn publish_on_fault() {
+    if let Existing::Recording(st) = existing() {
+        st.committed.store(st.len(), Ordering::Release);
+    }
+}
+
 /// Ends the calling thread's stream: records its exit and hands its events to the writer.
 pub(crate) fn end_current_thread() {
     let p = state_slot();

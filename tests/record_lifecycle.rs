@@ -1,5 +1,6 @@
-//! `cachescope record` of programs that end by replacing themselves (exec), and of launchers
-//! (a script, `env`, `sh -c`) that start the program built with `cachescope cc`.
+//! How a recorded run starts and ends, other than by running a program built with
+//! `cachescope cc` until it exits: launchers (a script, `env`, `sh -c`) that start such a
+//! program, programs that replace themselves (exec), and programs that crash.
 
 mod support;
 
@@ -14,8 +15,13 @@ const N: usize = 5000;
 
 /// Builds `tests/record/exec_after_work.c` with gcc and OpenMP into `dir`.
 fn build(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/record/exec_after_work.c");
-    let prog = dir.join("exec_after_work");
+    build_named(dir, "exec_after_work")
+}
+
+/// Builds `tests/record/NAME.c` with gcc and OpenMP into `dir/NAME`.
+fn build_named(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/record/{name}.c"));
+    let prog = dir.join(name);
     cc(
         "gcc",
         &[
@@ -186,4 +192,41 @@ fn a_launcher_that_starts_no_instrumented_program_is_an_error() {
         .output()
         .unwrap();
     support::assert_exit_2(&o, "no program built with `cachescope cc` ran under");
+}
+
+#[test]
+fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
+    // A crash kept only the full buffers: a program that died early left an empty `.partial`.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_named(dir.path(), "crash");
+    let n = N.to_string();
+    for (how, sig, name) in [
+        // A null store in a worker thread, a failed assert in main (abort), a division by
+        // zero, and raise(SIGSEGV) (a signal the kernel did not raise for a fault).
+        ("segv", 11, "SIGSEGV"),
+        ("abort", 6, "SIGABRT"),
+        ("fpe", 8, "SIGFPE"),
+        ("raise", 11, "SIGSEGV"),
+    ] {
+        let trace = dir.path().join(format!("{how}.cstrace"));
+        let start = std::time::Instant::now();
+        let o = record(dir.path(), Some(&trace), &[prog.to_str().unwrap(), &n, how]);
+        // The faulting thread waits for the writer, which ends the process as soon as the
+        // trace is complete; the wait's own limit is 10 s.
+        assert!(
+            start.elapsed().as_secs_f64() < 8.0,
+            "{how}: {:?}",
+            start.elapsed()
+        );
+        assert_eq!(o.status.code(), Some(128 + sig), "{how}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "killed by signal {sig} ({name}); the trace ends there"
+            )),
+            "{how}: {err}"
+        );
+        // Complete (opens without --allow-incomplete), with every store before the crash.
+        assert!(stores(&trace) >= N, "{how}: {} stores", stores(&trace));
+    }
 }
