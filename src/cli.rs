@@ -98,7 +98,8 @@ pub struct AuditArgs {
     /// Accept the findings listed in this file (fingerprints, as written by --write-baseline).
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Write the current findings' fingerprints as a baseline file.
+    /// Write the current findings' fingerprints as a baseline file (which accepts them: the
+    /// run exits 0).
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
     /// Write SARIF 2.1.0 (for GitHub code scanning and other CI systems).
