@@ -1,11 +1,12 @@
 //! `cachescope cc`: the compiler wrapper.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
-use cachescope_tracer::cc::{expand_response_files, plan, Capture, Compiler};
+use cachescope_tracer::cc::{expand_response_files, plan, Capture, Compiler, Family};
 use cachescope_tracer::shim;
+use cachescope_tracer::unrecorded::{scan, Blind, BlindSpot};
 
 /// Parses the wrapper's leading options, runs the planned compiler steps, returns the
 /// compiler's exit code.
@@ -71,5 +72,49 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     }
+    for (file, name) in &plan.instrumented {
+        warn_unrecorded(file, name, compiler.family == Family::Clang);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Functions named per kind in the warning.
+const NAMED_FUNCTIONS: usize = 5;
+
+/// Warns on stderr about memory instructions in the code just built that the recorder will
+/// not see (the build still succeeds: the trace will lack them, and the user should know).
+fn warn_unrecorded(file: &Path, name: &str, clang: bool) {
+    let spots = match scan(file, clang) {
+        Ok(s) => s,
+        Err(e) => {
+            // `-o /dev/null`, a compiler that wrote elsewhere: nothing to check.
+            tracing::debug!("not checking {name} for unrecorded instructions: {e}");
+            return;
+        }
+    };
+    let total: usize = spots.iter().map(|s| s.count).sum();
+    if total == 0 {
+        return;
+    }
+    let mut text = format!(
+        "cachescope cc: warning: {name}: {total} memory instruction(s) the recorder will not \
+         see (docs/tracer.md, \"What the instrumentation cannot see\"):\n"
+    );
+    let mut kinds: Vec<Blind> = spots.iter().map(|s| s.kind).collect();
+    kinds.dedup();
+    for kind in kinds {
+        let mut of_kind: Vec<&BlindSpot> = spots.iter().filter(|s| s.kind == kind).collect();
+        of_kind.sort_by(|a, b| b.count.cmp(&a.count).then(a.function.cmp(&b.function)));
+        let n: usize = of_kind.iter().map(|s| s.count).sum();
+        let mut functions: Vec<String> = of_kind
+            .iter()
+            .take(NAMED_FUNCTIONS)
+            .map(|s| format!("{} ({})", s.function, s.count))
+            .collect();
+        if of_kind.len() > NAMED_FUNCTIONS {
+            functions.push(format!("{} more", of_kind.len() - NAMED_FUNCTIONS));
+        }
+        text.push_str(&format!("  {n} {kind}: in {}\n", functions.join(", ")));
+    }
+    eprint!("{text}");
 }

@@ -100,6 +100,10 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Temporary objects to delete afterwards.
     pub temporaries: Vec<PathBuf>,
+    /// Files holding code these steps instrument, with the name to report them by (an
+    /// object or executable they write; a temporary object is named by its source), to
+    /// look for what the recorder will not see once the steps succeeded.
+    pub instrumented: Vec<(PathBuf, String)>,
 }
 
 const SOURCE_EXTS: &[&str] = &["c", "cc", "cpp", "cxx", "c++", "C", "i", "ii", "s", "S"];
@@ -222,6 +226,27 @@ fn split_response_file(text: &str) -> Vec<String> {
 /// asks for one (`-MD`/`-MMD` without `-MF`): compiled alone into a temporary object, the
 /// file and its target would be named after that object. With `-o OUT`: `OUT` minus its
 /// extension plus `.d`, target `OUT`; without: `a-STEM.d`, target `STEM.o` (gcc 12).
+/// The value of `-o FILE` or `-oFILE`.
+fn output_arg(args: &[String]) -> Option<String> {
+    args.iter()
+        .position(|a| a == "-o")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("-o").filter(|o| !o.is_empty()))
+                .map(str::to_owned)
+        })
+}
+
+/// The stem of a source file's name (`dir/a.c` → `a`).
+fn stem_of(source: &str) -> String {
+    Path::new(source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "src".into())
+}
+
 fn dependency_options(args: &[String], source: &str) -> Vec<String> {
     let wants = args.iter().any(|a| a == "-MD" || a == "-MMD");
     let has = |o: &str| {
@@ -231,16 +256,7 @@ fn dependency_options(args: &[String], source: &str) -> Vec<String> {
     if !wants || has("-MF") {
         return Vec::new();
     }
-    let out = args
-        .iter()
-        .position(|a| a == "-o")
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-        .or_else(|| {
-            args.iter()
-                .find_map(|a| a.strip_prefix("-o").filter(|o| !o.is_empty()))
-                .map(str::to_owned)
-        });
+    let out = output_arg(args);
     let stem = Path::new(source)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -393,20 +409,40 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
                 args: args.to_vec(),
             }],
             temporaries: Vec::new(),
+            instrumented: Vec::new(),
         });
     }
     let cflags = compile_flags(c)?;
     let mut lflags = link_flags(c, shim_dir);
     lflags.extend(openmp_runtime(c, args));
+    let sources = source_indices(args);
     if compile_only {
         let mut a = args.to_vec();
         a.extend(cflags);
+        // Objects (`-c`); not assembly, preprocessed text or dependency lists.
+        let objects = args.iter().any(|a| a == "-c")
+            && !args
+                .iter()
+                .any(|a| matches!(a.as_str(), "-S" | "-E" | "-M" | "-MM" | "-fsyntax-only"));
+        let instrumented = match (objects, output_arg(args)) {
+            (false, _) => Vec::new(),
+            (true, Some(o)) => vec![(PathBuf::from(&o), o)],
+            (true, None) => sources
+                .iter()
+                .map(|&i| {
+                    (
+                        PathBuf::from(format!("{}.o", stem_of(&args[i]))),
+                        args[i].clone(),
+                    )
+                })
+                .collect(),
+        };
         return Ok(Plan {
             steps: vec![Step { args: a }],
             temporaries: Vec::new(),
+            instrumented,
         });
     }
-    let sources = source_indices(args);
     let split = c.family == Family::Gcc && !sources.is_empty();
     if !split {
         let mut a = args.to_vec();
@@ -414,9 +450,16 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
             a.extend(cflags);
         }
         a.extend(lflags);
+        let instrumented = if sources.is_empty() {
+            Vec::new()
+        } else {
+            let out = output_arg(args).unwrap_or_else(|| "a.out".into());
+            vec![(PathBuf::from(&out), out)]
+        };
         return Ok(Plan {
             steps: vec![Step { args: a }],
             temporaries: Vec::new(),
+            instrumented,
         });
     }
     // gcc, compile + link: compile each source alone, then link the objects.
@@ -424,18 +467,16 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
     let mut steps = Vec::new();
     let mut temporaries = Vec::new();
     let mut link_args = Vec::new();
+    let mut instrumented = Vec::new();
     for (n, &i) in sources.iter().enumerate() {
-        let stem = Path::new(&args[i])
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "src".into());
-        let obj = tmp.join(format!("{n}-{stem}.o"));
+        let obj = tmp.join(format!("{n}-{}.o", stem_of(&args[i])));
         let mut a = compile_opts.clone();
         a.extend(dependency_options(args, &args[i]));
         a.extend(["-c".to_string(), args[i].clone(), "-o".to_string()]);
         a.push(obj.display().to_string());
         a.extend(cflags.iter().cloned());
         steps.push(Step { args: a });
+        instrumented.push((obj.clone(), args[i].clone()));
         temporaries.push(obj);
     }
     let mut obj_iter = temporaries.iter();
@@ -463,7 +504,11 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
     link_args.push("-g".into());
     link_args.extend(lflags);
     steps.push(Step { args: link_args });
-    Ok(Plan { steps, temporaries })
+    Ok(Plan {
+        steps,
+        temporaries,
+        instrumented,
+    })
 }
 
 /// The arguments of a compile+link command that matter for compiling: everything except the

@@ -3,10 +3,11 @@
 //! * [`cc`]: the compiler wrapper behind `cachescope cc` (instrumentation and link flags).
 //! * [`record`]: running an instrumented program under the shim (`cachescope record`).
 //! * [`shim`]: finding the shim library.
+//! * [`unrecorded`]: memory instructions in the code `cc` built that the recorder will not see.
 //! * [`import`]: importers of other tools' traces (Valgrind Lackey).
 //!
 //! The shim itself is the `cachescope-shim` crate in `tracer/shim/`: a cdylib that lives inside
-//! the traced program, so it stays lean (the schema crate's writer, libc, a decoder).
+//! the traced program, so it stays lean (the schema crate's writer, libc, a decoder, an ELF reader).
 
 #![warn(missing_docs)]
 
@@ -14,3 +15,4 @@ pub mod cc;
 pub mod import;
 pub mod record;
 pub mod shim;
+pub mod unrecorded;
