@@ -135,9 +135,10 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = MAX_ALLOC_CALLERS as u8,
           value_parser = clap::value_parser!(u8).range(0..=MAX_ALLOC_CALLERS as i64))]
     pub alloc_callers: u8,
-    /// The program is a launcher (a wrapper script, `env`, `taskset`, `make`, …): record the
-    /// first process it starts whose executable was built with `cachescope cc`. Implied for
-    /// scripts, and for launchers whose arguments name such a program.
+    /// The program is a launcher (a wrapper script, `env`, `taskset`, `make`, …) or uses
+    /// libraries built with `cachescope cc`: record the first process whose executable, or
+    /// else a library it starts with, was. Implied for scripts, and for launchers whose
+    /// arguments name such a program.
     #[arg(long)]
     pub follow: bool,
     /// The program and its arguments (after `--`).

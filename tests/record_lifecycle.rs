@@ -230,3 +230,55 @@ fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
         assert!(stores(&trace) >= N, "{how}: {} stores", stores(&trace));
     }
 }
+
+#[test]
+fn a_driver_not_built_for_recording_records_the_instrumented_library_it_links() {
+    // A test harness built with plain gcc, linking a library built with `cachescope cc`:
+    // `record` refused it, and with --follow the shim only looked at the executable.
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/record");
+    let lib = dir.path().join("libplug.so");
+    cc(
+        "gcc",
+        &[
+            "-O2",
+            "-shared",
+            "-fPIC",
+            root.join("dl_counters_plugin.c").to_str().unwrap(),
+            "-o",
+            lib.to_str().unwrap(),
+        ],
+    );
+    let driver = dir.path().join("driver");
+    support::run_ok(
+        Command::new("gcc")
+            .args(["-O2", "-pthread"])
+            .arg(root.join("linked_driver.c"))
+            .arg("-o")
+            .arg(&driver)
+            .arg(format!("-L{}", dir.path().display()))
+            .arg(format!("-Wl,-rpath,{}", dir.path().display()))
+            .arg("-lplug"),
+    );
+    let d = driver.to_str().unwrap();
+    let o = record(dir.path(), None, &[d]);
+    support::assert_exit_2(
+        &o,
+        "uses libraries built with `cachescope cc`, pass --follow",
+    );
+    ensure_shim();
+    let trace = dir.path().join("driver.cstrace");
+    let o = Command::new(cachescope())
+        .args(["record", "--follow", "-o"])
+        .arg(&trace)
+        .args(["--", d])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "linked\n");
+    // The library's accesses: each thread's 200,000 updates of its counter.
+    assert!(stores(&trace) >= 400_000, "{} stores", stores(&trace));
+    let t = TraceFile::open(&trace).unwrap();
+    assert_eq!(t.header().time_unit, TimeUnit::Instructions);
+}

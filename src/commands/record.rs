@@ -160,7 +160,7 @@ fn choose_target(program: &Path, args: &[OsString], follow: bool) -> Result<Targ
         "{} was not built with `cachescope cc` (it calls no ThreadSanitizer or \
          SanitizerCoverage load/store callbacks), so no accesses would be recorded; \
          rebuild it, e.g. CC=\"cachescope cc\" make (if it is a launcher that starts the \
-         program to record, pass --follow)",
+         program to record, or uses libraries built with `cachescope cc`, pass --follow)",
         program.display()
     )
 }

@@ -178,10 +178,11 @@ pub(crate) fn start() {
     let Some(path) = std::env::var_os(ENV_OUT).map(PathBuf::from) else {
         return;
     };
-    // A process whose executable was not built with `cachescope cc` records nothing: it is a
+    // A process none of whose code was built with `cachescope cc` records nothing: it is a
     // launcher (a shell running a script, `env`, `taskset`, `make`), and the program it starts
     // is the one to record, so the request stays in the environment for it.
-    let ins = match exe_instrumentation() {
+    let modules = crate::modules::snapshot();
+    let ins = match process_instrumentation(&modules) {
         Ok(ins) if ins.records_accesses() => ins,
         Ok(_) => return,
         Err(e) => {
@@ -244,7 +245,6 @@ pub(crate) fn start() {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let modules = crate::modules::snapshot();
     crate::modules::reported(&modules);
     crate::callers::init(&modules);
     header.modules = modules.infos();
@@ -390,11 +390,11 @@ fn set_affinity(thread: libc::pthread_t, cpus: &[usize]) {
     }
 }
 
-/// The instrumentation callbacks this process's executable imports (read from the file,
-/// headers and dynamic symbols only).
-fn exe_instrumentation() -> Result<Instrumentation, String> {
+/// The instrumentation callbacks the ELF file at `path` imports (read from the file: headers
+/// and dynamic symbols only).
+fn imported_instrumentation(path: &str) -> Result<Instrumentation, String> {
     use object::{Object, ObjectSymbol};
-    let file = File::open("/proc/self/exe").map_err(|e| e.to_string())?;
+    let file = File::open(path).map_err(|e| e.to_string())?;
     let cache = object::ReadCache::new(file);
     let elf = object::File::parse(&cache).map_err(|e| e.to_string())?;
     let imports = elf
@@ -402,6 +402,25 @@ fn exe_instrumentation() -> Result<Instrumentation, String> {
         .filter(|sym| sym.is_undefined())
         .filter_map(|sym| sym.name().ok());
     Ok(Instrumentation::from_imports(imports))
+}
+
+/// The instrumentation of this process's code: its executable's, or else that of the
+/// libraries loaded with it (a program not built with `cachescope cc`, e.g. a test driver,
+/// using a library that was). An unreadable library counts as uninstrumented.
+fn process_instrumentation(modules: &crate::modules::Snapshot) -> Result<Instrumentation, String> {
+    let exe = imported_instrumentation("/proc/self/exe")?;
+    if exe.records_accesses() {
+        return Ok(exe);
+    }
+    let mut any = exe;
+    for m in modules.modules.iter().skip(1) {
+        if let Ok(lib) = imported_instrumentation(&m.info.path) {
+            any.tsan |= lib.tsan;
+            any.sancov_accesses |= lib.sancov_accesses;
+            any.blocks |= lib.blocks;
+        }
+    }
+    Ok(any)
 }
 
 fn program_path() -> String {
