@@ -207,6 +207,8 @@ fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
         ("abort", 6, "SIGABRT"),
         ("fpe", 8, "SIGFPE"),
         ("raise", 11, "SIGSEGV"),
+        // The handler runs on the alternate stack the shim gives each recording thread.
+        ("overflow", 11, "SIGSEGV"),
     ] {
         let trace = dir.path().join(format!("{how}.cstrace"));
         let start = std::time::Instant::now();

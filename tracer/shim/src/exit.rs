@@ -17,8 +17,8 @@
 //!   signal with its default action, so the program dies of it as it would have (core dump
 //!   included). If the writer takes more than [`FAULT_WAIT_MS`] (it may wait for a lock the
 //!   faulting thread holds, when the fault is in the shim itself), the thread dies anyway.
-//! * `_exit`, SIGKILL, a stack overflow (no stack for a handler): the trace keeps its complete
-//!   chunks but has no trailer; `cachescope trace verify` says so and `--allow-incomplete` uses
+//!   A stack overflow is handled too: each recording thread has an alternate signal stack.
+//! * `_exit`, SIGKILL: the trace keeps its complete chunks but has no trailer; `cachescope trace verify` says so and `--allow-incomplete` uses
 //!   what is there.
 
 use std::sync::atomic::Ordering;
@@ -53,7 +53,9 @@ extern "C" fn init() {
         install_handler(
             sig,
             on_fault as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize,
-            libc::SA_SIGINFO,
+            // On the thread's alternate stack (`alt_stack.rs`) when it has one: a stack
+            // overflow leaves no room on its own.
+            libc::SA_SIGINFO | libc::SA_ONSTACK,
         );
     }
     // SAFETY: registering a plain function as the fork child handler.

@@ -24,6 +24,7 @@
 static OWN_MEMORY: own_memory::OwnMemory = own_memory::OwnMemory;
 
 mod alloc;
+mod alt_stack;
 mod atomics;
 mod blockcost;
 mod callers;

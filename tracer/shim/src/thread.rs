@@ -180,6 +180,8 @@ pub(crate) struct ThreadState {
     pub unrecorded_locks: Vec<u64>,
     /// OpenMP nest locks this thread holds, with its nesting depth of each (`gomp.rs`).
     pub nest_locks: Vec<(u64, u32)>,
+    /// The alternate signal stack the shim gave this thread (`alt_stack.rs`).
+    alt_stack: Option<crate::alt_stack::AltStack>,
 }
 
 #[derive(Default)]
@@ -337,6 +339,7 @@ fn create() -> Option<&'static mut ThreadState> {
         in_barrier: false,
         unrecorded_locks: Vec::with_capacity(4),
         nest_locks: Vec::new(),
+        alt_stack: crate::alt_stack::install(),
     });
     let raw = Box::into_raw(st);
     lock(&REGISTRY).0.push(raw as usize);
@@ -584,7 +587,10 @@ fn retire(p: *mut ThreadState) {
     lock(&REGISTRY).0.retain(|&q| q != p as usize);
     // SAFETY: `p` is this thread's state, out of the registry and the TLS slot: nobody else
     // can reach it now.
-    let st = unsafe { Box::from_raw(p) };
+    let mut st = unsafe { Box::from_raw(p) };
+    if let Some(a) = st.alt_stack.take() {
+        crate::alt_stack::remove(a);
+    }
     let collected = lock(&st.swap).collected;
     // SAFETY: the state is dropped below without pushing again.
     let events = unsafe { st.take_events() };
