@@ -173,6 +173,10 @@ pub struct SimulateArgs {
     /// Override one model field, e.g. `--set levels.L1.size=64K --set coherence=mesi`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Replay once per value, e.g. `--sweep levels.L1.size=16K,32K,64K`; several sweeps give
+    /// every combination. One summary row per configuration (the trace is read once).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub sweep: Vec<String>,
     /// Thread placement: one-to-one, round-robin, or THREAD:CORE,... pairs.
     #[arg(long, default_value = "one-to-one")]
     pub map: String,

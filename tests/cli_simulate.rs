@@ -290,3 +290,91 @@ fn import_lackey_errors_and_keeps_existing_output() {
     assert_eq!(r["unsimulated_fetches"], 1);
     assert_eq!(r["levels"][0]["accesses"]["store"], 1);
 }
+
+#[test]
+fn a_sweep_gives_each_configurations_own_report_and_a_table() {
+    // One replay per combination of the swept values, the trace read once for all of them
+    // (exact engine) or in turn (parallel): each report must be the one a separate
+    // `simulate --set` run gives.
+    let dir = tempfile::tempdir().unwrap();
+    let t = support::gen_trace(
+        dir.path(),
+        "stencil.cstrace",
+        "stencil",
+        &["--threads", "2", "--size", "256K", "--iterations", "2"],
+    );
+    let ts = t.to_str().unwrap();
+    let sizes = ["4K", "32K"];
+    let protocols = ["msi", "mesi"];
+    for engine in ["exact", "parallel"] {
+        let o = cachescope(&[
+            "simulate",
+            ts,
+            "--engine",
+            engine,
+            "--set",
+            "levels.L2.size=192K",
+            "--sweep",
+            "levels.L1.size=4K,32K",
+            "--sweep",
+            "coherence=msi,mesi",
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let sweep: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(sweep["schema"], "cachescope.sweep/1");
+        let runs = sweep["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4);
+        let mut k = 0;
+        for size in sizes {
+            for protocol in protocols {
+                let set_size = format!("levels.L1.size={size}");
+                let set_protocol = format!("coherence={protocol}");
+                assert_eq!(
+                    runs[k]["config"],
+                    serde_json::json!([set_size, set_protocol])
+                );
+                let alone = cachescope(&[
+                    "simulate",
+                    ts,
+                    "--engine",
+                    engine,
+                    "--set",
+                    "levels.L2.size=192K",
+                    "--set",
+                    &set_size,
+                    "--set",
+                    &set_protocol,
+                    "--json",
+                    "-",
+                ]);
+                let alone: serde_json::Value = serde_json::from_slice(&alone.stdout).unwrap();
+                assert_eq!(
+                    runs[k]["report"], alone,
+                    "{engine} {set_size} {set_protocol}"
+                );
+                k += 1;
+            }
+        }
+        // The L1 size matters on this trace: the runs differ.
+        assert_ne!(
+            runs[0]["report"]["levels"][0]["misses"],
+            runs[2]["report"]["levels"][0]["misses"]
+        );
+    }
+    // The table: a row per configuration.
+    let o = cachescope(&["simulate", ts, "--sweep", "levels.L1.size=4K,32K"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("2 configurations"), "{text}");
+    assert!(text.contains("levels.L1.size=4K ") && text.contains("levels.L1.size=32K "));
+    // Bad sweeps are bad input, naming the configuration.
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--sweep", "levels.L1.size"]),
+        "expected KEY=V1,V2",
+    );
+    assert_exit_2(
+        &cachescope(&["simulate", ts, "--sweep", "levels.L1.assoc=8,7"]),
+        "--sweep configuration levels.L1.assoc=7",
+    );
+}

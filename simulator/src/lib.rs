@@ -32,6 +32,6 @@ pub use model::{MachineModel, ModelError};
 pub use parallel::{ParallelConfig, ParallelEngine, ParallelError};
 pub use run::{
     replay_exact_with_bandwidth, replay_parallel_with_bandwidth, simulate_cachegrind,
-    simulate_exact, simulate_exact_with_bandwidth, simulate_exact_with_coherence,
-    simulate_parallel, simulate_parallel_with_bandwidth, SimError,
+    simulate_exact, simulate_exact_many, simulate_exact_with_bandwidth,
+    simulate_exact_with_coherence, simulate_parallel, simulate_parallel_with_bandwidth, SimError,
 };

@@ -217,6 +217,40 @@ pub fn simulate_exact(
     Ok(engine.report())
 }
 
+/// Simulates `trace` with the exact engine on each of `models` (a sweep over cache
+/// configurations), reading the trace once: each batch of events goes to every model's
+/// engine, the engines side by side on rayon's threads. Each report is the one
+/// [`simulate_exact`] gives for its model, whatever the host's thread count.
+pub fn simulate_exact_many(
+    trace: &TraceFile,
+    models: &[MachineModel],
+    mapping: &ThreadMapping,
+) -> Result<Vec<SimReport>, SimError> {
+    use rayon::prelude::*;
+    let threads: Vec<_> = trace.thread_ids().collect();
+    let unit = trace.header().time_unit;
+    let mut engines = models
+        .iter()
+        .map(|m| {
+            Ok(ExactEngine::new(
+                m,
+                &mapping.place(&threads, m.cores)?,
+                unit,
+            ))
+        })
+        .collect::<Result<Vec<_>, SimError>>()?;
+    let mut source = events(trace)?;
+    while let Some(batch) = source.next_items() {
+        let batch = batch?;
+        engines.par_iter_mut().for_each(|engine| {
+            for e in &batch {
+                engine.process(e);
+            }
+        });
+    }
+    Ok(engines.iter().map(ExactEngine::report).collect())
+}
+
 /// Simulates `trace` on `model` with the parallel engine.
 pub fn simulate_parallel(
     trace: &TraceFile,

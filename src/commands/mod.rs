@@ -8,6 +8,7 @@ mod demo;
 mod import;
 mod record;
 mod simulate;
+mod sweep;
 mod trace;
 
 use std::process::ExitCode;

@@ -36,6 +36,12 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     if let Some(d) = trace.damage() {
         eprintln!("warning: {d}; simulating the complete chunks before it");
     }
+    if !a.sweep.is_empty() {
+        if cachegrind {
+            bail!("--sweep varies the model's fields; --machine cachegrind has --I1/--D1/--LL");
+        }
+        return super::sweep::run(a, &trace, &model, parallel);
+    }
     let report = if cachegrind {
         if parallel.is_some() {
             bail!("--machine cachegrind runs Cachegrind's algorithm; it has no parallel engine");

@@ -1,0 +1,246 @@
+//! `cachescope simulate --sweep`: one replay per cache configuration, summarized side by side.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use cachescope_schema::TraceFile;
+use cachescope_sim::counters::SimReport;
+use cachescope_sim::{
+    simulate_exact_many, simulate_parallel, MachineModel, ParallelConfig, ThreadMapping,
+};
+use serde::Serialize;
+
+use crate::cli::SimulateArgs;
+use crate::output::{self, thousands, write_json};
+
+/// Configurations one command may run (each holds a whole simulated hierarchy).
+const MAX_CONFIGS: usize = 256;
+
+/// One swept field and its values.
+struct Sweep {
+    key: String,
+    values: Vec<String>,
+}
+
+fn parse(spec: &str) -> Result<Sweep> {
+    let Some((key, values)) = spec.split_once('=') else {
+        bail!("--sweep {spec:?}: expected KEY=V1,V2,..., e.g. levels.L1.size=16K,32K,64K");
+    };
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if key.trim().is_empty() || values.is_empty() {
+        bail!("--sweep {spec:?}: expected KEY=V1,V2,..., e.g. levels.L1.size=16K,32K,64K");
+    }
+    Ok(Sweep {
+        key: key.trim().to_string(),
+        values,
+    })
+}
+
+/// Every combination of the sweeps' values, the first sweep varying slowest: each a list of
+/// `KEY=VALUE` overrides.
+fn combinations(sweeps: &[Sweep]) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new()];
+    for s in sweeps {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                s.values.iter().map(move |v| {
+                    let mut c = prefix.clone();
+                    c.push(format!("{}={v}", s.key));
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// One configuration's result in the JSON.
+#[derive(Serialize)]
+struct Run<'a> {
+    /// The swept fields' values (`KEY=VALUE`), on top of the model and its `--set`s.
+    config: &'a [String],
+    report: &'a SimReport,
+}
+
+#[derive(Serialize)]
+struct SweepJson<'a> {
+    schema: &'static str,
+    trace: String,
+    runs: Vec<Run<'a>>,
+}
+
+/// Runs every configuration (the exact engine reads the trace once for all of them; the
+/// parallel engine runs them in turn) and prints or writes the summary.
+pub fn run(
+    a: &SimulateArgs,
+    trace: &TraceFile,
+    base: &MachineModel,
+    parallel: Option<ParallelConfig>,
+) -> Result<ExitCode> {
+    let sweeps = a
+        .sweep
+        .iter()
+        .map(|s| parse(s))
+        .collect::<Result<Vec<_>>>()?;
+    let configs = combinations(&sweeps);
+    if configs.len() > MAX_CONFIGS {
+        bail!(
+            "--sweep gives {} configurations; at most {MAX_CONFIGS} per command",
+            configs.len()
+        );
+    }
+    let models = configs
+        .iter()
+        .map(|c| {
+            let mut m = base.clone();
+            m.apply_overrides(c, &a.machine)
+                .with_context(|| format!("--sweep configuration {}", c.join(" ")))?;
+            Ok(m)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mapping = ThreadMapping::parse(&a.map)?;
+    let reports = match parallel {
+        None => simulate_exact_many(trace, &models, &mapping)?,
+        Some(cfg) => models
+            .iter()
+            .map(|m| simulate_parallel(trace, m, &mapping, cfg))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    match &a.json.json {
+        Some(to) => write_json(
+            &SweepJson {
+                schema: "cachescope.sweep/1",
+                trace: a.trace.display().to_string(),
+                runs: configs
+                    .iter()
+                    .zip(&reports)
+                    .map(|(config, report)| Run { config, report })
+                    .collect(),
+            },
+            to,
+        )?,
+        None => output::print(render(
+            &a.trace.display().to_string(),
+            base,
+            &configs,
+            &reports,
+        ))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.2}%", 100.0 * part as f64 / whole as f64)
+    }
+}
+
+/// The summary table: per configuration, each level's miss rate and misses, coherence
+/// misses (true / false, all levels), invalidations and the bytes to and from memory.
+fn render(
+    trace: &str,
+    base: &MachineModel,
+    configs: &[Vec<String>],
+    reports: &[SimReport],
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "trace    {trace}");
+    let _ = writeln!(o, "machine  {base}");
+    if let Some(r) = reports.first() {
+        let _ = writeln!(o, "engine   {}", r.engine);
+    }
+    let _ = writeln!(o, "{} configurations\n", configs.len());
+    let labels: Vec<String> = configs.iter().map(|c| c.join(" ")).collect();
+    let width = labels.iter().map(String::len).max().unwrap_or(6).max(6);
+    let levels: Vec<String> = reports
+        .first()
+        .map(|r| r.levels.iter().map(|l| l.counters.level.clone()).collect())
+        .unwrap_or_default();
+    let mut header = format!("{:<width$}", "config");
+    for l in &levels {
+        let _ = write!(
+            header,
+            " {:>9} {:>13}",
+            format!("{l} miss%"),
+            format!("{l} misses")
+        );
+    }
+    let _ = write!(
+        header,
+        " {:>12} {:>12} {:>12} {:>16}",
+        "coh-true", "coh-false", "inval", "memory bytes"
+    );
+    let _ = writeln!(o, "{header}");
+    for (label, r) in labels.iter().zip(reports) {
+        let mut row = format!("{label:<width$}");
+        for l in &r.levels {
+            let c = &l.counters;
+            let _ = write!(
+                row,
+                " {:>9} {:>13}",
+                pct(c.misses.total(), c.accesses.total()),
+                thousands(c.misses.total())
+            );
+        }
+        let coh_true: u64 = r
+            .levels
+            .iter()
+            .map(|l| l.counters.misses.coherence_true)
+            .sum();
+        let coh_false: u64 = r
+            .levels
+            .iter()
+            .map(|l| l.counters.misses.coherence_false)
+            .sum();
+        let inval: u64 = r.cores.iter().map(|c| c.invalidations_received).sum();
+        let memory: u64 = r
+            .paths
+            .iter()
+            .filter(|p| p.path.ends_with("-mem"))
+            .map(|p| p.total.read + p.total.write)
+            .sum();
+        let _ = writeln!(
+            o,
+            "{row} {:>12} {:>12} {:>12} {:>16}",
+            thousands(coh_true),
+            thousands(coh_false),
+            thousands(inval),
+            thousands(memory)
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_give_every_combination_the_first_varying_slowest() {
+        let s = [
+            parse("levels.L1.size=16K,32K").unwrap(),
+            parse("coherence=msi, mesi").unwrap(),
+        ];
+        let c = combinations(&s);
+        assert_eq!(
+            c,
+            vec![
+                vec!["levels.L1.size=16K", "coherence=msi"],
+                vec!["levels.L1.size=16K", "coherence=mesi"],
+                vec!["levels.L1.size=32K", "coherence=msi"],
+                vec!["levels.L1.size=32K", "coherence=mesi"],
+            ]
+        );
+        assert!(parse("levels.L1.size").is_err());
+        assert!(parse("levels.L1.size=").is_err());
+        assert!(parse("=16K").is_err());
+    }
+}
