@@ -211,6 +211,8 @@ fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
         ("overflow", 11, "SIGSEGV"),
     ] {
         let trace = dir.path().join(format!("{how}.cstrace"));
+        // An earlier recording at the output stays: a run cut short is kept apart.
+        std::fs::write(&trace, b"an earlier trace").unwrap();
         let start = std::time::Instant::now();
         let o = record(dir.path(), Some(&trace), &[prog.to_str().unwrap(), &n, how]);
         // The faulting thread waits for the writer, which ends the process as soon as the
@@ -228,8 +230,10 @@ fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
             )),
             "{how}: {err}"
         );
+        assert_eq!(std::fs::read(&trace).unwrap(), b"an earlier trace", "{how}");
         // Complete (opens without --allow-incomplete), with every store before the crash.
-        assert!(stores(&trace) >= N, "{how}: {} stores", stores(&trace));
+        let partial = dir.path().join(format!("{how}.cstrace.partial"));
+        assert!(stores(&partial) >= N, "{how}: {} stores", stores(&partial));
     }
 }
 
@@ -283,4 +287,55 @@ fn a_driver_not_built_for_recording_records_the_instrumented_library_it_links() 
     assert!(stores(&trace) >= 400_000, "{} stores", stores(&trace));
     let t = TraceFile::open(&trace).unwrap();
     assert_eq!(t.header().time_unit, TimeUnit::Instructions);
+}
+
+#[test]
+fn a_signal_sent_to_record_reaches_the_program_and_its_trace_is_kept() {
+    // `kill PID-of-record` (a job manager's SIGTERM, `timeout -s INT`) was swallowed: the
+    // program ran on to its end and replaced the output.
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/record/lifecycle.c");
+    let prog = dir.path().join("lifecycle");
+    cc(
+        "gcc",
+        &["-O1", src.to_str().unwrap(), "-o", prog.to_str().unwrap()],
+    );
+    ensure_shim();
+    for (sig, name) in [(15, "TERM"), (2, "INT")] {
+        let trace = dir.path().join(format!("spin-{name}.cstrace"));
+        let pidfile = dir.path().join(format!("pid-{name}"));
+        let mut record = Command::new(cachescope())
+            .arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .arg("spin")
+            .arg(&pidfile)
+            .spawn()
+            .unwrap();
+        // The program runs (it wrote its pid) before `record` is signalled.
+        while std::fs::read_to_string(&pidfile).map_or(true, |s| s.trim().is_empty()) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        support::run_ok(Command::new("kill").args([&format!("-{name}"), &record.id().to_string()]));
+        // Before, the program spun on for ever: give up after a minute.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = record.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = Command::new("pkill")
+                    .args(["-f", prog.to_str().unwrap()])
+                    .status();
+                panic!("SIG{name} sent to record did not end the program");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(128 + sig), "SIG{name}");
+        let partial = dir.path().join(format!("spin-{name}.cstrace.partial"));
+        assert!(stores(&partial) > 1000, "SIG{name}");
+    }
 }

@@ -442,6 +442,8 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
         &["-O1"],
     );
     let trace = dir.path().join("spin.cstrace");
+    // An earlier recording at the output: a run cut short by a signal must not replace it.
+    std::fs::write(&trace, b"an earlier trace").unwrap();
     let pidfile = dir.path().join("pid");
     let mut child = Command::new(support::cachescope())
         .arg("record")
@@ -469,6 +471,8 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
         Some(128 + 15),
         "record reports the program's death by SIGTERM"
     );
+    assert_eq!(std::fs::read(&trace).unwrap(), b"an earlier trace");
+    let trace = dir.path().join("spin.cstrace.partial");
     let report = cachescope_schema::verify_file(&trace).unwrap();
     assert!(report.ok(), "{:?}", report.problem());
     let all = events(&trace);

@@ -65,10 +65,14 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             let events: u64 = totals.iter().map(|t| t.events).sum();
             let time: u64 = totals.iter().map(|t| t.end_time).sum();
             if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&outcome.status) {
-                // SIGINT/SIGTERM, or a crash the recorder caught: complete up to that point.
+                // SIGINT/SIGTERM, or a crash the recorder caught: complete up to that point,
+                // kept apart from the output (see `record::record`).
                 eprintln!(
-                    "cachescope: the program was killed by {}; the trace ends there",
-                    signal_label(sig)
+                    "cachescope: the program was killed by {}; the trace ends there and is kept \
+                     as {} ({} was left as it was)",
+                    signal_label(sig),
+                    path.display(),
+                    opts.output.display()
                 );
             }
             eprintln!(

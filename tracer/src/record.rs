@@ -1,15 +1,18 @@
 //! `cachescope record`: runs a program built with `cachescope cc` under the shim and leaves
 //! one trace file.
 //!
-//! The shim writes to a temporary file next to the output; only a complete trace replaces the
-//! output, so an interrupted or crashed run never destroys an earlier good trace (the
-//! incomplete one is kept as `OUTPUT.partial`).
+//! The shim writes to a temporary file next to the output; only the complete trace of a run
+//! that ended by itself replaces the output, so an interrupted or crashed run never destroys an
+//! earlier good trace (its trace, complete up to the signal or not, is kept as
+//! `OUTPUT.partial`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::SignalsInfo;
 
 pub use cachescope_schema::Instrumentation;
 use cachescope_schema::{OpenOptions, TimeUnit, TraceFile};
@@ -112,6 +115,9 @@ pub fn instrumented_program_in(args: &[OsString]) -> Option<PathBuf> {
         .find(|p| inspect(p).is_ok_and(Instrumentation::records_accesses))
 }
 
+/// Signals `record` survives while the program runs, passing on those a process sent it.
+const FORWARDED: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+
 /// What to record.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -138,16 +144,20 @@ pub struct RecordOptions {
 pub struct RecordOutcome {
     /// The program's exit status.
     pub status: ExitStatus,
-    /// Where the trace is (the output if complete, else `OUTPUT.partial`), if one was written.
+    /// Where the trace is, if one was written: the output when it is complete and the program
+    /// ended by itself, else `OUTPUT.partial`.
     pub trace: Option<PathBuf>,
-    /// Whether the trace is complete.
+    /// Whether the trace is complete (it has its trailer: every event recorded up to the end,
+    /// which a signal may have brought early).
     pub complete: bool,
     /// Wall time of the run in seconds.
     pub seconds: f64,
 }
 
-/// Runs the program under the shim and waits for it. While it runs, SIGINT and SIGTERM do not
-/// stop this process (the program gets them too, and the shim completes the trace first).
+/// Runs the program under the shim and waits for it. While it runs, SIGINT, SIGTERM and SIGHUP
+/// do not stop this process: the program gets them (from the terminal, as its process group
+/// does, or passed on when a process sent them to `record`), the shim completes the trace, and
+/// the trace is moved into place.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     let out_dir = match opts.output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -193,12 +203,13 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         preload.push(":");
         preload.push(old);
     }
-    let ignore = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Registering a flag replaces the default "terminate" action, so only the program
-        // reacts to Ctrl-C; the flag itself is not needed.
-        let _ = signal_hook::flag::register(sig, Arc::clone(&ignore));
-    }
+    // Registering these replaces their default "terminate" action: `record` outlives them,
+    // so the program's trace is moved into place whatever ends the program.
+    let mut signals =
+        SignalsInfo::<WithOrigin>::new(FORWARDED).map_err(|err| RecordError::Run {
+            path: opts.program.clone(),
+            err,
+        })?;
     let start = std::time::Instant::now();
     let mut command = Command::new(&opts.program);
     if let Some(unit) = opts.time_unit {
@@ -207,18 +218,40 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     if let Some(cpus) = own_cpu_list() {
         command.env("CACHESCOPE_WRITER_CPUS", cpus);
     }
-    let status = command
+    let mut child = command
         .args(&opts.args)
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .env("CACHESCOPE_OUT", &tmp)
         .env("CACHESCOPE_ALLOC_CALLERS", opts.alloc_callers.to_string())
         .env("LD_PRELOAD", preload)
         .env("LD_BIND_NOW", "1")
-        .status()
+        .spawn()
         .map_err(|err| RecordError::Run {
             path: opts.program.clone(),
             err,
         })?;
+    let pid = rustix::process::Pid::from_child(&child);
+    let handle = signals.handle();
+    let forwarder = std::thread::spawn(move || {
+        for info in signals.forever() {
+            // Ctrl-C or a hangup from the terminal reach the program as well (one process
+            // group; the kernel sends them): not passed on, or the program would get two. A
+            // signal a process sent to `record` (`kill`, `timeout`, a job manager's SIGTERM) is
+            // meant for the run: the program gets it, and its trace is completed.
+            if info.process.is_some() {
+                if let Some(sig) = rustix::process::Signal::from_named_raw(info.signal) {
+                    let _ = rustix::process::kill_process(pid, sig);
+                }
+            }
+        }
+    });
+    let waited = child.wait();
+    handle.close();
+    let _ = forwarder.join();
+    let status = waited.map_err(|err| RecordError::Run {
+        path: opts.program.clone(),
+        err,
+    })?;
     let seconds = start.elapsed().as_secs_f64();
 
     if !tmp.exists() {
@@ -236,7 +269,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         },
     )
     .is_ok();
-    let dest = if complete {
+    // Only a run that ended by itself replaces the output: a trace cut short by a signal (an
+    // interrupt, a crash) is complete up to there, but not the run an earlier trace at the
+    // output may hold.
+    let ended_normally = std::os::unix::process::ExitStatusExt::signal(&status).is_none();
+    let replaces_output = complete && ended_normally;
+    let dest = if replaces_output {
         opts.output.clone()
     } else {
         out_dir.join(format!("{file_name}.partial"))
