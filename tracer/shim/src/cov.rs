@@ -26,6 +26,12 @@ fn shim_code() -> (u64, u64) {
     })
 }
 
+/// Whether `addr` is in the shim's own code (a call from the shim is never the program's).
+pub(crate) fn in_shim(addr: u64) -> bool {
+    let (start, end) = shim_code();
+    (start..end).contains(&addr)
+}
+
 /// Reads the traced process's own code and data, within its loaded segments.
 struct ProcessMemory<'a> {
     snap: &'a Snapshot,

@@ -80,8 +80,10 @@ unsafe fn movsb(dst: *mut c_void, src: *const c_void, n: size_t) {
 /// (the writer thread, whose encoder makes a small `memcpy` call for every variable-length
 /// integer) go straight to libc: two loads and a compare.
 #[inline(always)]
-fn may_record() -> bool {
-    !matches!(thread::existing(), Existing::Quiet)
+fn may_record(ret: u64) -> bool {
+    // The shim's own copies (its allocator zeroing a block for the C library, Rust code) are
+    // not the program's, on whatever thread and in whatever state they run.
+    !matches!(thread::existing(), Existing::Quiet) && !crate::cov::in_shim(ret)
 }
 
 /// Records the source and destination ranges of a copy.
@@ -97,7 +99,7 @@ extern "C" fn memcpy_impl(
     n: size_t,
     ret: u64,
 ) -> *mut c_void {
-    if may_record() {
+    if may_record(ret) {
         record_copy(src, dst, n, ret);
     }
     match NEXT_MEMCPY.get() {
@@ -119,7 +121,7 @@ extern "C" fn memmove_impl(
     n: size_t,
     ret: u64,
 ) -> *mut c_void {
-    if may_record() {
+    if may_record(ret) {
         record_copy(src, dst, n, ret);
     }
     match NEXT_MEMMOVE.get() {
@@ -155,7 +157,7 @@ fn record_set(dst: *mut c_void, n: size_t, ret: u64) {
 }
 
 extern "C" fn memset_impl(dst: *mut c_void, c: c_int, n: size_t, ret: u64) -> *mut c_void {
-    if may_record() {
+    if may_record(ret) {
         record_set(dst, n, ret);
     }
     match NEXT_MEMSET.get() {

@@ -246,6 +246,9 @@ pub(crate) fn start() {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     crate::modules::reported(&modules);
+    // The shim's code range, found now (from the map just taken) rather than inside the
+    // first interposed `memcpy` that asks.
+    let _ = crate::cov::in_shim(0);
     crate::callers::init(&modules);
     header.modules = modules.infos();
     header.created_unix_seconds = std::time::SystemTime::now()
