@@ -194,3 +194,80 @@ fn bad_input_is_exit_2_with_a_reason() {
         "x.cstrace",
     );
 }
+
+/// Every file in `dir`, by name, with its bytes.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_failing_output_leaves_the_earlier_plots_and_report_as_they_were() {
+    // The plots were written one by one before the JSON: a JSON path in a missing directory
+    // left the new run's plots over the old ones (and the old curves removed), the old JSON
+    // next to them.
+    let dir = tempfile::tempdir().unwrap();
+    let st = stencil(dir.path());
+    let fs = support::gen_trace(
+        dir.path(),
+        "fs.cstrace",
+        "false-sharing",
+        &["--threads", "2", "--size", "64K"],
+    );
+    let plots = dir.path().join("plots");
+    let json = dir.path().join("bw.json");
+    let o = cachescope(&[
+        "bandwidth",
+        st.to_str().unwrap(),
+        "--svg",
+        plots.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (plots_before, json_before) = (snapshot(&plots), std::fs::read(&json).unwrap());
+    let missing = dir.path().join("nodir/bw.json");
+    let o = cachescope(&[
+        "bandwidth",
+        fs.to_str().unwrap(),
+        "--svg",
+        plots.to_str().unwrap(),
+        "--json",
+        missing.to_str().unwrap(),
+    ]);
+    assert_exit_2(&o, "nodir");
+    assert!(
+        snapshot(&plots) == plots_before,
+        "the earlier plots changed"
+    );
+    assert!(
+        std::fs::read(&json).unwrap() == json_before,
+        "the earlier JSON changed"
+    );
+    // When every output can be written, all are replaced together.
+    let o = cachescope(&[
+        "bandwidth",
+        fs.to_str().unwrap(),
+        "--svg",
+        plots.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        snapshot(&plots) != plots_before,
+        "the plots were not replaced"
+    );
+    assert!(
+        std::fs::read(&json).unwrap() != json_before,
+        "the JSON was not replaced"
+    );
+}

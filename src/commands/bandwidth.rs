@@ -1,5 +1,6 @@
 //! `cachescope bandwidth`: bandwidth requirement curves, dominance and runtime estimate.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -12,18 +13,45 @@ use cachescope_sim::{
 };
 
 use crate::cli::BandwidthArgs;
-use crate::output::{self, write_json};
+use crate::output;
 
 /// Runs `cachescope bandwidth`.
 pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
     let analysis = analyse_trace(a)?;
+    // Every output is drawn before any is written, and the files are replaced together (each
+    // written to a temporary file first), so a failing output — a missing directory, a full
+    // disk — leaves the earlier plots and report as they were, not a mix of two runs.
+    let plots = match &a.svg {
+        Some(dir) => {
+            svg::prepare_dir(dir)?;
+            svg::render_all(&analysis, dir)?
+        }
+        None => Vec::new(),
+    };
+    let json = match &a.json.json {
+        Some(to) => Some((to.as_path(), output::json_text(&analysis)?)),
+        None => None,
+    };
+    let mut files: Vec<(&Path, &[u8])> = plots
+        .iter()
+        .map(|(p, svg)| (p.as_path(), svg.as_bytes()))
+        .collect();
+    let to_stdout = match &json {
+        Some((to, text)) if *to == Path::new("-") => Some(text.clone()),
+        Some((to, text)) => {
+            files.push((to, text.as_bytes()));
+            None
+        }
+        None => Some(text::summary(&analysis)),
+    };
+    output::write_files(&files)?;
     if let Some(dir) = &a.svg {
-        let files = svg::write_all_with(&analysis, dir, output::write_plot)?;
-        eprintln!("wrote {} plot(s) to {}", files.len(), dir.display());
+        let written: Vec<_> = plots.into_iter().map(|(p, _)| p).collect();
+        svg::remove_stale_curves(dir, &written)?;
+        eprintln!("wrote {} plot(s) to {}", written.len(), dir.display());
     }
-    match &a.json.json {
-        Some(to) => write_json(&analysis, to)?,
-        None => output::print(text::summary(&analysis))?,
+    if let Some(text) = to_stdout {
+        output::print(text)?;
     }
     Ok(ExitCode::SUCCESS)
 }

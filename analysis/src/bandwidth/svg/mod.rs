@@ -51,6 +51,18 @@ pub fn write_all_with(
     dir: &Path,
     mut write: impl FnMut(&Path, &[u8]) -> Result<(), String>,
 ) -> Result<Vec<PathBuf>, SvgError> {
+    prepare_dir(dir)?;
+    let plots = render_all(a, dir)?;
+    for (path, svg) in &plots {
+        write_file(&mut write, path, svg)?;
+    }
+    let files: Vec<PathBuf> = plots.into_iter().map(|(p, _)| p).collect();
+    remove_stale_curves(dir, &files)?;
+    Ok(files)
+}
+
+/// Creates the plots' directory `dir` if missing (an existing file there is an error).
+pub fn prepare_dir(dir: &Path) -> Result<(), SvgError> {
     if dir.exists() && !dir.is_dir() {
         return Err(SvgError {
             path: dir.to_path_buf(),
@@ -60,26 +72,29 @@ pub fn write_all_with(
     fs::create_dir_all(dir).map_err(|e| SvgError {
         path: dir.to_path_buf(),
         reason: e.to_string(),
-    })?;
-    let mut files = Vec::new();
+    })
+}
+
+/// Draws every plot, without writing anything: `(path in dir, SVG text)` for one
+/// bandwidth-curve file per series with a nonzero volume, then `DOMINANCE_FILE`. A caller
+/// that writes them all before replacing any (the CLI) then calls [`remove_stale_curves`].
+pub fn render_all(a: &BandwidthAnalysis, dir: &Path) -> Result<Vec<(PathBuf, String)>, SvgError> {
+    let mut plots = Vec::new();
     for s in a.series.iter().filter(|s| has_volume(s)) {
         let path = dir.join(curve_file_name(s));
         let svg = curves::render(a, s).map_err(|reason| SvgError {
             path: path.clone(),
             reason,
         })?;
-        write_file(&mut write, &path, &marked(&svg))?;
-        files.push(path);
+        plots.push((path, marked(&svg)));
     }
     let path = dir.join(DOMINANCE_FILE);
     let svg = bars::render(a).map_err(|reason| SvgError {
         path: path.clone(),
         reason,
     })?;
-    write_file(&mut write, &path, &svg)?;
-    files.push(path);
-    remove_stale_curves(dir, &files)?;
-    Ok(files)
+    plots.push((path, svg));
+    Ok(plots)
 }
 
 /// The comment that marks a curve file as written by this module, so that a later run removes
@@ -110,7 +125,7 @@ fn is_our_curve(path: &Path) -> bool {
 /// or model with other data paths): left there, they would read as this run's plots, since a
 /// plot names its path, not its trace. Other files are left alone: those without the mark
 /// (the user's own `curve-*.svg`) and read-only ones (kept on purpose).
-fn remove_stale_curves(dir: &Path, written: &[PathBuf]) -> Result<(), SvgError> {
+pub fn remove_stale_curves(dir: &Path, written: &[PathBuf]) -> Result<(), SvgError> {
     let listing = fs::read_dir(dir).map_err(|e| SvgError {
         path: dir.to_path_buf(),
         reason: e.to_string(),
