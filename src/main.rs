@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod output;
 mod partial;
+mod progress;
 
 use std::process::ExitCode;
 

@@ -378,3 +378,45 @@ fn a_sweep_gives_each_configurations_own_report_and_a_table() {
         "--sweep configuration levels.L1.assoc=7",
     );
 }
+
+#[test]
+fn a_long_run_shows_progress_on_a_terminal_and_nothing_in_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    // About 25 M events: a few seconds, longer than the second before the line appears.
+    let t = support::gen_trace(
+        dir.path(),
+        "stream.cstrace",
+        "stream",
+        &["--threads", "2", "--size", "64M", "--iterations", "1"],
+    );
+    let ts = t.to_str().unwrap();
+    let o = cachescope(&["simulate", ts, "--json", "/dev/null"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "",
+        "no progress output when stderr is not a terminal"
+    );
+    // On a terminal (util-linux `script` gives the command one).
+    if !support::have("script") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI has util-linux's script"
+        );
+        return;
+    }
+    let command = format!(
+        "{} simulate {ts} --json /dev/null",
+        support::cachescope().display()
+    );
+    let o = std::process::Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        shown.contains("simulating") && shown.contains("events"),
+        "{shown}"
+    );
+}

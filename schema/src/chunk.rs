@@ -106,6 +106,7 @@ impl ChunkDecoder {
 
     /// Decompresses and decodes `chunk`, appending its events to `out`.
     pub fn decode(&mut self, chunk: &ChunkRecord, out: &mut Vec<Event>) -> Result<()> {
+        crate::progress::add_decoded(u64::from(chunk.meta.event_count));
         let total: usize = chunk.column_lengths.iter().map(|&l| l as usize).sum();
         // Limits were checked when the record was decoded, so `total` is bounded. The zero
         // padding after the columns lets the column decoder use 8-byte loads everywhere.

@@ -26,6 +26,7 @@ pub mod instrumentation;
 pub mod limits;
 pub mod merge;
 pub mod prefetch;
+pub mod progress;
 pub mod reader;
 pub mod record;
 pub mod scan;

@@ -14,6 +14,7 @@ use cachescope_sim::MachineModel;
 
 use crate::cli::AuditArgs;
 use crate::output::{self, thousands};
+use crate::progress::Progress;
 
 /// Exit code when findings exceed the thresholds.
 const EXIT_FINDINGS: u8 = 1;
@@ -79,7 +80,10 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     let model = MachineModel::load(&args.machine)?;
     let machine = audit_machine(&model);
     let trace = TraceFile::open(&args.trace)?;
+    tracing::info!(trace = %args.trace.display(), machine = %model.name, "auditing");
+    let progress = Progress::start("auditing", &trace);
     let mut report = audit(&trace, machine, Some(&model), &config)?;
+    drop(progress);
     if let Some(accepted) = &baseline {
         for f in &mut report.findings {
             if accepted.contains(&f.fingerprint) {

@@ -14,6 +14,7 @@ use cachescope_sim::{
 
 use crate::cli::BandwidthArgs;
 use crate::output;
+use crate::progress::Progress;
 
 /// Runs `cachescope bandwidth`.
 pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
@@ -86,10 +87,13 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
         window: a.window,
         sample_period: a.sample_period,
     };
+    tracing::info!(trace = %a.trace.display(), machine = %model.name, "simulating with the bandwidth timeline");
+    let progress = Progress::start("simulating", &trace);
     let (_, report) = match engine {
         None => simulate_exact_with_bandwidth(&trace, &model, &mapping, cfg)?,
         Some(p) => simulate_parallel_with_bandwidth(&trace, &model, &mapping, p, cfg)?,
     };
+    drop(progress);
     let mut symbols = Symbolizer::new(trace.modules());
     let root = std::env::current_dir().context("current directory")?;
     Ok(analyse(&report, &model.name, &mut symbols, &root))

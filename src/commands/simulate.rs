@@ -14,6 +14,7 @@ use cachescope_sim::{
 
 use crate::cli::SimulateArgs;
 use crate::output::{self, thousands, write_json};
+use crate::progress::Progress;
 
 /// Runs `cachescope simulate`.
 pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
@@ -42,6 +43,13 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
         }
         return super::sweep::run(a, &trace, &model, parallel);
     }
+    tracing::info!(
+        trace = %a.trace.display(),
+        machine = %model.name,
+        engine = if parallel.is_some() { "parallel" } else { "exact" },
+        "simulating"
+    );
+    let progress = Progress::start("simulating", &trace);
     let report = if cachegrind {
         if parallel.is_some() {
             bail!("--machine cachegrind runs Cachegrind's algorithm; it has no parallel engine");
@@ -55,6 +63,7 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
             Some(cfg) => simulate_parallel(&trace, &model, &mapping, cfg)?,
         }
     };
+    drop(progress);
     match &a.json.json {
         Some(to) => write_json(&report, to)?,
         None => output::print(render(&a.trace.display().to_string(), &report))?,

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::cli::SimulateArgs;
 use crate::output::{self, thousands, write_json};
+use crate::progress::Progress;
 
 /// Configurations one command may run (each holds a whole simulated hierarchy).
 const MAX_CONFIGS: usize = 256;
@@ -105,6 +106,10 @@ pub fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     let mapping = ThreadMapping::parse(&a.map)?;
+    let progress = Progress::start(
+        &format!("simulating {} configurations", models.len()),
+        trace,
+    );
     let reports = match parallel {
         None => simulate_exact_many(trace, &models, &mapping)?,
         Some(cfg) => models
@@ -112,6 +117,7 @@ pub fn run(
             .map(|m| simulate_parallel(trace, m, &mapping, cfg))
             .collect::<Result<Vec<_>, _>>()?,
     };
+    drop(progress);
     match &a.json.json {
         Some(to) => write_json(
             &SweepJson {
