@@ -34,7 +34,7 @@ fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>)
     let Some(st) = thread::current() else {
         return;
     };
-    if p.is_null() {
+    if p.is_null() || st.in_barrier {
         return;
     }
     st.push(Event::Alloc {
@@ -71,7 +71,13 @@ fn record_free(p: *mut c_void) {
         return;
     }
     if let Some(st) = thread::current() {
-        st.push(Event::Free { addr: p as u64 });
+        // Between a thread's barrier enter and leave its heap calls are the OpenMP runtime's
+        // (LLVM libomp frees memory of a waiting thread it suspends or shuts down when another
+        // thread calls exit), as its mutexes are (`pthread.rs`): recorded, they would follow
+        // a wait that never ends, and replay would call the trace deadlocked.
+        if !st.in_barrier {
+            st.push(Event::Free { addr: p as u64 });
+        }
     }
 }
 
