@@ -137,7 +137,9 @@ fn plots_are_replaced_whole_or_not_at_all() {
     // Plots too large for the limit: the old plot stays, and no temporary file is left.
     std::fs::write(&dominance, "old").unwrap();
     let o = with_file_size_limit(&["bandwidth", ts, "--svg", plots.to_str().unwrap()]);
-    assert_exit_2(&o, "cannot write plot");
+    // The error names the plot that could not be written.
+    assert_exit_2(&o, "plots/curve-");
+    assert!(stderr(&o).contains("File too large"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&dominance).unwrap(), "old");
     assert!(
         listing(&plots).iter().all(|n| !n.ends_with(".partial")),
