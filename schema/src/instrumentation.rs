@@ -41,6 +41,16 @@ impl Instrumentation {
         ins
     }
 
+    /// The instrumentation of code made of `self`'s and `other`'s (a program and its
+    /// libraries).
+    pub fn union(self, other: Instrumentation) -> Instrumentation {
+        Instrumentation {
+            tsan: self.tsan || other.tsan,
+            sancov_accesses: self.sancov_accesses || other.sancov_accesses,
+            blocks: self.blocks || other.blocks,
+        }
+    }
+
     /// Whether the program reports its memory accesses (built with `cachescope cc`).
     pub fn records_accesses(self) -> bool {
         self.tsan || self.sancov_accesses

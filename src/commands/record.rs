@@ -126,8 +126,8 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
 }
 
 /// What `record` runs: the program itself, built with `cachescope cc`, or a launcher that
-/// starts such a program (the shim records the first process whose executable is
-/// instrumented, see `docs/tracer.md`).
+/// starts such a program (the shim records the first process whose executable, or else a
+/// library it starts with, is instrumented, see `docs/tracer.md`).
 struct Target {
     /// The program's instrumentation, when it is the one recorded.
     instrumentation: Option<Instrumentation>,

@@ -110,7 +110,8 @@ fn cachegrind_config(model: &mut MachineModel, a: &SimulateArgs) -> Result<CgCon
     Ok(CgConfig { i1, d1, ll })
 }
 
-fn pct(part: u64, whole: u64) -> String {
+/// `part` as a percentage of `whole` with two decimals, `-` when `whole` is 0.
+pub(super) fn pct(part: u64, whole: u64) -> String {
     if whole == 0 {
         "-".into()
     } else {

@@ -11,6 +11,7 @@ use cachescope_sim::{
 };
 use serde::Serialize;
 
+use super::simulate::pct;
 use crate::cli::SimulateArgs;
 use crate::output::{self, thousands, write_json};
 use crate::progress::Progress;
@@ -139,14 +140,6 @@ pub fn run(
         ))?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn pct(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "-".into()
-    } else {
-        format!("{:.2}%", 100.0 * part as f64 / whole as f64)
-    }
 }
 
 /// The summary table: per configuration, each level's miss rate and misses, coherence

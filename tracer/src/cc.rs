@@ -257,10 +257,7 @@ fn dependency_options(args: &[String], source: &str) -> Vec<String> {
         return Vec::new();
     }
     let out = output_arg(args);
-    let stem = Path::new(source)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "src".into());
+    let stem = stem_of(source);
     let (file, target) = match out {
         Some(o) => (
             Path::new(&o).with_extension("d").display().to_string(),

@@ -415,15 +415,12 @@ fn process_instrumentation(modules: &crate::modules::Snapshot) -> Result<Instrum
     if exe.records_accesses() {
         return Ok(exe);
     }
-    let mut any = exe;
-    for m in modules.modules.iter().skip(1) {
-        if let Ok(lib) = imported_instrumentation(&m.info.path) {
-            any.tsan |= lib.tsan;
-            any.sancov_accesses |= lib.sancov_accesses;
-            any.blocks |= lib.blocks;
-        }
-    }
-    Ok(any)
+    Ok(modules
+        .modules
+        .iter()
+        .skip(1)
+        .filter_map(|m| imported_instrumentation(&m.info.path).ok())
+        .fold(exe, Instrumentation::union))
 }
 
 fn program_path() -> String {
