@@ -34,13 +34,16 @@
 //! so they are left out.)
 //!
 //! **Two passes per segment.** Most blocks are used by one thread in a segment, and only blocks
-//! of two or more threads need counts by offset and code position. The first pass notes, per
-//! block, its first thread, whether another thread came, whether it was written and its lowest
-//! address (`Touch`, a few bytes); the second pass counts in detail only the blocks that can
-//! have φ̃ > 0 or need their thread list. The second pass reads the segment's accesses from a
-//! buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
-//! is skipped when no block needs it. Memory thus grows with the blocks a segment touches at a
-//! few dozen bytes each (per layout), not with full counts for every block.
+//! of two or more threads need counts by offset and code position. The first pass, once for all
+//! layouts, notes per 4 KiB page and thread the bytes accessed and the bytes stored to
+//! ([`touch_table`]: a few runs per page, or a bitmap when the accesses are scattered); from
+//! those bytes each layout reads, per block, its first thread, whether another thread came,
+//! whether it was written and its lowest addresses. The second pass counts in detail only the
+//! blocks that can have φ̃ > 0 or need their thread list. It reads the segment's accesses from
+//! a buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
+//! is skipped when no block needs it. Memory thus grows with the pages a segment touches (this
+//! segment's and the previous one's), not with blocks × layouts, and full counts only for
+//! shared blocks.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,11 +51,20 @@ use cachescope_schema::{
     Access, AccessKind, CodePos, CursorMark, Event, ThreadEvents, ThreadId, TraceError, TraceFile,
 };
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::{StackMap, StackSlot};
+
+mod block_runs;
+mod byte_set;
+mod touch_table;
+mod vec_map;
+
+use block_runs::BlockRuns;
+use touch_table::TouchTable;
+use vec_map::VecMap;
 
 /// Which layout of memory into blocks to assume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,7 +110,7 @@ struct ThreadCounts {
     loads: u64,
     stores: u64,
     /// By (offset in block, size): (loads, stores).
-    by_slot: BTreeMap<(u32, u32), (u64, u64)>,
+    by_slot: VecMap<(u32, u32), (u64, u64)>,
 }
 
 /// Where a thread accessed a block: code position, kind, count.
@@ -115,27 +127,8 @@ pub struct SiteKey {
 /// One block's counts in one segment (second pass: blocks of several threads only).
 #[derive(Debug, Clone, Default)]
 struct BlockCounts {
-    threads: BTreeMap<ThreadId, ThreadCounts>,
-    sites: FxHashMap<SiteKey, u64>,
-}
-
-/// What the first pass learns of one block in one segment.
-#[derive(Debug, Clone, Copy)]
-struct Touch {
-    /// Lowest address accessed in the block.
-    first_addr: u64,
-    /// Lowest address written in the block, `u64::MAX` if none: the data object is named by
-    /// it (several small objects share a line, and false sharing is about the written one).
-    store_addr: u64,
-    /// The first thread that accessed it.
-    thread: ThreadId,
-    /// Whether another thread accessed it too.
-    many: bool,
-    /// Whether an access wrote it.
-    store: bool,
-    /// Whether the second pass counts it in detail: several threads, and a store in this
-    /// segment or the previous one (else neither φ̃ nor a transfer can count it).
-    detail: bool,
+    threads: VecMap<ThreadId, ThreadCounts>,
+    sites: VecMap<SiteKey, u64>,
 }
 
 /// The estimates for one block over the whole run.
@@ -183,7 +176,7 @@ pub struct PlutoReport {
     /// Every block written during the run (start addresses in the recorded address space), to
     /// tell how much of an object's written data a finding covers.
     #[serde(skip)]
-    pub written_blocks: BTreeSet<u64>,
+    written_blocks: BlockRuns,
 }
 
 impl PlutoReport {
@@ -194,7 +187,7 @@ impl PlutoReport {
         if from >= end {
             return 0;
         }
-        self.written_blocks.range(from..end).count()
+        self.written_blocks.count_in(from, end)
     }
 }
 
@@ -242,7 +235,7 @@ fn overlapping_exchanges(a: &ThreadCounts, b: &ThreadCounts) -> u64 {
         let mut v: Vec<(u64, u64)> = b
             .by_slot
             .iter()
-            .map(|(k, &(l, _))| (key(span(k)), l))
+            .map(|&(k, (l, _))| (key(span(&k)), l))
             .collect();
         v.sort_unstable();
         let mut sums = Vec::with_capacity(v.len() + 1);
@@ -255,11 +248,11 @@ fn overlapping_exchanges(a: &ThreadCounts, b: &ThreadCounts) -> u64 {
     let (starts, start_sums) = sorted_sums(|(o, _)| o);
     let (ends, end_sums) = sorted_sums(|(_, e)| e);
     let mut t = 0u64;
-    for (k, &(_, stores)) in &a.by_slot {
+    for &(k, (_, stores)) in a.by_slot.iter() {
         if stores == 0 {
             continue;
         }
-        let (off, end) = span(k);
+        let (off, end) = span(&k);
         let started = start_sums[starts.partition_point(|&(o, _)| o < end)];
         let ended = end_sums[ends.partition_point(|&(e, _)| e <= off)];
         t = t.saturating_add(stores.min(started - ended));
@@ -283,28 +276,24 @@ fn estimate(b: &BlockCounts) -> (u64, u64) {
     (phi, theta.min(phi))
 }
 
-/// Accumulates the segments of all threads.
+/// Accumulates the segments of all threads under one layout. What the first pass learns is
+/// shared by all layouts ([`TouchTable`]); each layout keeps its second pass's counts and its
+/// totals.
 struct Estimator {
     layout: Layout,
-    written: BTreeSet<u64>,
-    /// First pass: the blocks of the current segment.
-    touched: FxHashMap<u64, Touch>,
-    /// The blocks of the previous segment (for the transfers between segments).
-    previous: FxHashMap<u64, Touch>,
+    written: BlockRuns,
+    /// Blocks of the current segment the second pass counts in detail: several threads, and
+    /// a store in this segment or the previous one (else neither φ̃ nor a transfer can count
+    /// them).
+    detailed: FxHashSet<u64>,
     /// Second pass: counts of the blocks marked for detail.
     counts: FxHashMap<u64, BlockCounts>,
-    /// Whether some block of the current segment is marked for detail.
-    any_detail: bool,
     /// Estimates per block and the data object it held: a line reused by another object in
     /// a later segment (a heap block freed and allocated again from elsewhere, a stack frame
     /// of another call at the same address) is another estimate, so each object is reported
     /// under its own name.
     totals: FxHashMap<(u64, ObjectKey), BlockEstimate>,
     segments: u64,
-    /// The block the last first-pass access touched, its thread, and the block's lowest
-    /// accessed and written addresses after it: a repeat that changes none of them (the same
-    /// thread again, at or above both) skips the block's lookup.
-    last_touch: Option<(u64, ThreadId, u64, u64)>,
     /// The last block the second pass looked up that is not counted in detail.
     last_plain: Option<u64>,
 }
@@ -337,60 +326,33 @@ impl Estimator {
     fn new(layout: Layout) -> Self {
         Estimator {
             layout,
-            written: BTreeSet::new(),
-            touched: FxHashMap::default(),
-            previous: FxHashMap::default(),
+            written: BlockRuns::new(layout.line_size),
+            detailed: FxHashSet::default(),
             counts: FxHashMap::default(),
-            any_detail: false,
             totals: FxHashMap::default(),
             segments: 0,
-            last_touch: None,
             last_plain: None,
         }
     }
 
-    /// First pass: notes an access.
-    fn touch(&mut self, thread: ThreadId, kind: AccessKind, addr: u64, size: u32) {
-        if kind == AccessKind::Fetch {
-            return;
-        }
-        let store = kind.writes();
-        let (touched, last) = (&mut self.touched, &mut self.last_touch);
-        self.layout.for_each_block(addr, size, |block, _, _, at| {
-            if let Some((b, th, first, stored)) = *last {
-                if b == block && th == thread && at >= first && (!store || at >= stored) {
-                    return;
-                }
+    /// Between the passes: marks the blocks of the segment the second pass counts (`touched`:
+    /// its first pass; `previous`: the previous segment's); returns whether there are any.
+    fn mark_details(&mut self, touched: &TouchTable, previous: &TouchTable) -> bool {
+        self.detailed.clear();
+        let line = self.layout.line_size;
+        let shift = self.layout.shift;
+        let detailed = &mut self.detailed;
+        touched.for_each_block(self.layout, |block, t| {
+            let stored_before = || {
+                previous
+                    .block(block.wrapping_sub(shift), line)
+                    .is_some_and(|p| p.store)
+            };
+            if t.many && (t.store || stored_before()) {
+                detailed.insert(block);
             }
-            let t = touched.entry(block).or_insert(Touch {
-                first_addr: at,
-                store_addr: u64::MAX,
-                thread,
-                many: false,
-                store: false,
-                detail: false,
-            });
-            t.first_addr = t.first_addr.min(at);
-            if store {
-                t.store_addr = t.store_addr.min(at);
-            }
-            t.many |= t.thread != thread;
-            t.store |= store;
-            *last = Some((block, thread, t.first_addr, t.store_addr));
         });
-    }
-
-    /// Between the passes: marks the blocks the second pass counts; returns whether there are
-    /// any.
-    fn mark_details(&mut self) -> bool {
-        let previous = &self.previous;
-        let mut any = false;
-        for (block, t) in self.touched.iter_mut() {
-            t.detail = t.many && (t.store || previous.get(block).is_some_and(|p| p.store));
-            any |= t.detail;
-        }
-        self.any_detail = any;
-        any
+        !self.detailed.is_empty()
     }
 
     /// Second pass: counts an access to the blocks marked for detail.
@@ -402,22 +364,22 @@ impl Estimator {
         size: u32,
         pc: Option<CodePos>,
     ) {
-        if kind == AccessKind::Fetch || !self.any_detail {
+        if kind == AccessKind::Fetch || self.detailed.is_empty() {
             return;
         }
-        let (touched, counts, plain) = (&self.touched, &mut self.counts, &mut self.last_plain);
+        let (detailed, counts, plain) = (&self.detailed, &mut self.counts, &mut self.last_plain);
         self.layout
             .for_each_block(addr, size, |block, offset, piece, _| {
                 if *plain == Some(block) {
                     return;
                 }
-                if !touched.get(&block).is_some_and(|t| t.detail) {
+                if !detailed.contains(&block) {
                     *plain = Some(block);
                     return;
                 }
                 let b = counts.entry(block).or_default();
-                let t = b.threads.entry(thread).or_default();
-                let slot = t.by_slot.entry((offset as u32, piece as u32)).or_default();
+                let t = b.threads.entry(thread);
+                let slot = t.by_slot.entry((offset as u32, piece as u32));
                 if kind.reads() {
                     t.loads += 1;
                     slot.0 += 1;
@@ -429,42 +391,50 @@ impl Estimator {
                 // A read-modify-write counts at its site once as a load and once as a store.
                 for store in [false, true] {
                     if (store && kind.writes()) || (!store && kind.reads()) {
-                        *b.sites.entry(SiteKey { thread, pc, store }).or_default() += 1;
+                        *b.sites.entry(SiteKey { thread, pc, store }) += 1;
                     }
                 }
             });
     }
 
     /// Ends segment k of every thread (after both passes): estimates it and adds the
-    /// transfers from segment k−1. `heap` names heap data as it is live now, or was when it
-    /// was freed during the segment; `stacks` names stack data by the frames recorded last.
-    fn end_segment(&mut self, heap: &HeapMap, stacks: &StackMap) {
+    /// transfers from segment k−1 (`touched`: this segment's first pass; `previous`: the
+    /// previous segment's). `heap` names heap data as it is live now, or was when it was freed
+    /// during the segment; `stacks` names stack data by the frames recorded last.
+    fn end_segment(
+        &mut self,
+        touched: &TouchTable,
+        previous: &TouchTable,
+        heap: &HeapMap,
+        stacks: &StackMap,
+    ) {
         self.segments += 1;
-        self.last_touch = None;
         self.last_plain = None;
-        let mut touched = std::mem::take(&mut self.touched);
-        for (&block, t) in &touched {
+        let segment = self.segments;
+        let layout = self.layout;
+        let (written, counts, totals) = (&mut self.written, &mut self.counts, &mut self.totals);
+        touched.for_each_block(layout, |block, t| {
+            let recorded = block.wrapping_sub(layout.shift);
             if t.store {
-                self.written.insert(block.wrapping_sub(self.layout.shift));
+                written.insert(recorded);
             }
-            let b = self.counts.remove(&block);
+            let b = counts.remove(&block);
             let (phi, theta) = b.as_ref().map_or((0, 0), estimate);
             // Transfer from the previous segment (Eq. 4–5): a block used by ≥ 2 threads over
             // both segments, with a store among them.
-            let crossing = self.previous.get(&block).map_or(0, |p| {
+            let crossing = previous.block(recorded, layout.line_size).map_or(0, |p| {
                 let two = p.many || t.many || p.thread != t.thread;
                 u64::from(two && (t.store || p.store))
             });
             if phi + crossing == 0 {
-                continue;
+                return;
             }
             let sample = if t.store { t.store_addr } else { t.first_addr };
             let held = heap.lookup_in_segment(sample);
             let frame = held.is_none().then(|| stacks.lookup(sample)).flatten();
             let key = (block, ObjectKey::of(held.as_ref(), frame.as_ref(), sample));
-            let segment = self.segments;
-            let e = self.totals.entry(key).or_insert_with(|| BlockEstimate {
-                block: block.wrapping_sub(self.layout.shift),
+            let e = totals.entry(key).or_insert_with(|| BlockEstimate {
+                block: recorded,
                 sample_addr: sample,
                 first_segment: segment,
                 stack: frame,
@@ -499,20 +469,12 @@ impl Estimator {
                     }
                 }
             }
-        }
+        });
         self.counts.clear();
-        self.any_detail = false;
-        // This segment's blocks become the previous ones; the old map's room is reused.
-        std::mem::swap(&mut self.previous, &mut touched);
-        touched.clear();
-        self.touched = touched;
+        self.detailed.clear();
     }
 
-    fn finish(mut self, heap: &HeapMap, stacks: &StackMap) -> PlutoReport {
-        if !self.touched.is_empty() {
-            self.mark_details();
-            self.end_segment(heap, stacks);
-        }
+    fn finish(self) -> PlutoReport {
         let mut blocks: Vec<BlockEstimate> = self
             .totals
             .into_values()
@@ -580,19 +542,10 @@ impl BlockEstimate {
 /// second pass reads the segment from the trace again (32 bytes each: about 64 MiB).
 const SEGMENT_BUFFER: usize = 1 << 21;
 
-/// Accesses handed to the layouts' estimators at a time. Each estimator takes a batch on
+/// Accesses handed to the layouts' second passes at a time. Each estimator takes a batch on
 /// whichever host thread is free, in the trace's order, so the estimates do not depend on the
 /// host; batches amortize the hand-over.
 const BATCH: usize = 1 << 16;
-
-/// First pass over `batch` for every estimator, the estimators side by side.
-fn touch_all(estimators: &mut [Estimator], batch: &[(ThreadId, Access)]) {
-    estimators.par_iter_mut().for_each(|est| {
-        for &(tid, a) in batch {
-            est.touch(tid, a.kind, a.addr, a.size);
-        }
-    });
-}
 
 /// Second pass over `batch` for every estimator, the estimators side by side.
 fn detail_all(estimators: &mut [Estimator], batch: &[(ThreadId, Access)]) {
@@ -635,8 +588,9 @@ fn estimate_buffered(
     // Per thread: region nesting depth and units spent inside regions.
     let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
     let mut buffer: Vec<(ThreadId, Access)> = Vec::new();
-    // Accesses read but not yet given to the first pass.
-    let mut pending: Vec<(ThreadId, Access)> = Vec::with_capacity(BATCH);
+    // The first pass of this segment and of the previous one, for all layouts.
+    let mut touched = TouchTable::default();
+    let mut previous = TouchTable::default();
     let mut main = MainThread::default();
     let others = ids.len().saturating_sub(1);
     let mut first_round = true;
@@ -732,11 +686,7 @@ fn estimate_buffered(
                         }
                         Some(Ok(Event::Access(a))) => {
                             any = true;
-                            pending.push((*tid, a));
-                            if pending.len() == BATCH {
-                                touch_all(&mut estimators, &pending);
-                                pending.clear();
-                            }
+                            touched.touch(*tid, a.kind, a.addr, a.size);
                             if buffer.len() < limit {
                                 buffer.push((*tid, a));
                             } else {
@@ -801,11 +751,10 @@ fn estimate_buffered(
             unborn.iter_mut().for_each(|u| *u = false);
             continue;
         }
-        touch_all(&mut estimators, &pending);
-        pending.clear();
+        touched.seal();
         let second_pass = estimators
             .par_iter_mut()
-            .map(Estimator::mark_details)
+            .map(|est| est.mark_details(&touched, &previous))
             .reduce(|| false, |a, b| a || b);
         if second_pass && !overflow {
             detail_all(&mut estimators, &buffer);
@@ -819,7 +768,10 @@ fn estimate_buffered(
         let (live, frames) = (&*heap, &*stacks);
         estimators
             .par_iter_mut()
-            .for_each(|est| est.end_segment(live, frames));
+            .for_each(|est| est.end_segment(&touched, &previous, live, frames));
+        // This segment's pages become the previous ones; the old table's room is reused.
+        std::mem::swap(&mut touched, &mut previous);
+        touched.clear();
         heap.end_segment();
         stacks.end_segment();
         first_round = false;
@@ -829,11 +781,10 @@ fn estimate_buffered(
     }
     let region_units: BTreeMap<ThreadId, u64> =
         regions.into_iter().map(|(t, (_, u))| (t, u)).collect();
-    let (heap, stacks) = (&*heap, &*stacks);
     Ok(estimators
         .into_par_iter()
         .map(|e| {
-            let mut r = e.finish(heap, stacks);
+            let mut r = e.finish();
             r.region_units = region_units.clone();
             r
         })
@@ -934,7 +885,7 @@ mod tests {
     fn more_threads_sum_pairs_capped_by_accesses() {
         let mut b = BlockCounts::default();
         for t in 0..3 {
-            b.threads.insert(t, counts(1, 1, &[((t * 8, 8), (1, 1))]));
+            *b.threads.entry(t) = counts(1, 1, &[((t * 8, 8), (1, 1))]);
         }
         let (phi, theta) = estimate(&b);
         // Pairs: each 2·[1+1] + 0 − 1 = 3, three pairs = 9, capped at 6 accesses − 1 = 5.
@@ -944,23 +895,49 @@ mod tests {
 
     type Acc = (ThreadId, AccessKind, u64, u32);
 
-    /// Feeds one segment's accesses through both passes and ends it.
-    fn segment(est: &mut Estimator, accesses: &[Acc]) {
-        for &(t, k, a, s) in accesses {
-            est.touch(t, k, a, s);
+    /// An estimator with the first-pass tables of its current and previous segments.
+    struct Run {
+        est: Estimator,
+        touched: TouchTable,
+        previous: TouchTable,
+    }
+
+    impl Run {
+        fn new(layout: Layout) -> Self {
+            Run {
+                est: Estimator::new(layout),
+                touched: TouchTable::default(),
+                previous: TouchTable::default(),
+            }
         }
-        est.mark_details();
-        for &(t, k, a, s) in accesses {
-            est.detail(t, k, a, s, None);
+
+        /// Feeds one segment's accesses through both passes and ends it.
+        fn segment(&mut self, accesses: &[Acc]) {
+            for &(t, k, a, s) in accesses {
+                self.touched.touch(t, k, a, s);
+            }
+            self.touched.seal();
+            self.est.mark_details(&self.touched, &self.previous);
+            for &(t, k, a, s) in accesses {
+                self.est.detail(t, k, a, s, None);
+            }
+            let (heap, stacks) = (HeapMap::new(), StackMap::new());
+            self.est
+                .end_segment(&self.touched, &self.previous, &heap, &stacks);
+            std::mem::swap(&mut self.touched, &mut self.previous);
+            self.touched.clear();
         }
-        est.end_segment(&HeapMap::new(), &StackMap::new());
+
+        fn finish(self) -> PlutoReport {
+            self.est.finish()
+        }
     }
 
     /// One segment under `layout`.
     fn run(layout: Layout, accesses: &[Acc]) -> PlutoReport {
-        let mut est = Estimator::new(layout);
-        segment(&mut est, accesses);
-        est.finish(&HeapMap::new(), &StackMap::new())
+        let mut r = Run::new(layout);
+        r.segment(accesses);
+        r.finish()
     }
 
     /// `n` rounds of a Modify by thread 0 at `a` and thread 1 at `b`, 4 bytes each.
@@ -1026,10 +1003,10 @@ mod tests {
 
     #[test]
     fn transfers_between_segments_count_once_per_shared_block() {
-        let mut est = Estimator::new(Layout::recorded(64));
-        segment(&mut est, &[(0, AccessKind::Store, 0x3000, 8)]);
-        segment(&mut est, &[(1, AccessKind::Load, 0x3000, 8)]);
-        let r = est.finish(&HeapMap::new(), &StackMap::new());
+        let mut run = Run::new(Layout::recorded(64));
+        run.segment(&[(0, AccessKind::Store, 0x3000, 8)]);
+        run.segment(&[(1, AccessKind::Load, 0x3000, 8)]);
+        let r = run.finish();
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
         assert_eq!(r.blocks[0].threads, [1], "this segment's thread");
@@ -1083,24 +1060,18 @@ mod tests {
         // Segment 1: thread 0 writes; segment 2: threads 1 and 2 only read. No φ̃ in segment
         // 2 (no store), but one transfer, and the finding's threads are both readers: the
         // block is counted in detail because the previous segment wrote it.
-        let mut est = Estimator::new(Layout::recorded(64));
-        segment(&mut est, &[(0, AccessKind::Store, 0x4000, 8)]);
-        segment(
-            &mut est,
-            &[
-                (1, AccessKind::Load, 0x4000, 8),
-                (2, AccessKind::Load, 0x4008, 8),
-            ],
-        );
+        let mut run = Run::new(Layout::recorded(64));
+        run.segment(&[(0, AccessKind::Store, 0x4000, 8)]);
+        run.segment(&[
+            (1, AccessKind::Load, 0x4000, 8),
+            (2, AccessKind::Load, 0x4008, 8),
+        ]);
         // Segment 3: the same reads again, after a segment without stores: nothing.
-        segment(
-            &mut est,
-            &[
-                (1, AccessKind::Load, 0x4000, 8),
-                (2, AccessKind::Load, 0x4008, 8),
-            ],
-        );
-        let r = est.finish(&HeapMap::new(), &StackMap::new());
+        run.segment(&[
+            (1, AccessKind::Load, 0x4000, 8),
+            (2, AccessKind::Load, 0x4008, 8),
+        ]);
+        let r = run.finish();
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
         assert_eq!(r.blocks[0].threads, [1, 2]);
