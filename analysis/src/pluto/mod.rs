@@ -37,13 +37,14 @@
 //! of two or more threads need counts by offset and code position. The first pass, once for all
 //! layouts, notes per 4 KiB page and thread the bytes accessed and the bytes stored to
 //! ([`touch_table`]: a few runs per page, or a bitmap when the accesses are scattered); from
-//! those bytes each layout reads, per block, its first thread, whether another thread came,
+//! those bytes each layout reads, per block, which thread accessed it (and whether another did),
 //! whether it was written and its lowest addresses. The second pass counts in detail only the
 //! blocks that can have φ̃ > 0 or need their thread list. It reads the segment's accesses from
 //! a buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
 //! is skipped when no block needs it. Memory thus grows with the pages a segment touches (this
-//! segment's and the previous one's), not with blocks × layouts, and full counts only for
-//! shared blocks.
+//! segment's table and the previous one's), with the blocks counted in detail (shared and
+//! written, per layout) and with the blocks written during the run (per layout, a bit each
+//! in bitmaps of 64 blocks), not with every touched block × layouts.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -57,12 +58,12 @@ use serde::Serialize;
 use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::{StackMap, StackSlot};
 
-mod block_runs;
+mod block_set;
 mod byte_set;
 mod touch_table;
 mod vec_map;
 
-use block_runs::BlockRuns;
+use block_set::BlockSet;
 use touch_table::TouchTable;
 use vec_map::VecMap;
 
@@ -176,7 +177,7 @@ pub struct PlutoReport {
     /// Every block written during the run (start addresses in the recorded address space), to
     /// tell how much of an object's written data a finding covers.
     #[serde(skip)]
-    written_blocks: BlockRuns,
+    written_blocks: BlockSet,
 }
 
 impl PlutoReport {
@@ -235,7 +236,7 @@ fn overlapping_exchanges(a: &ThreadCounts, b: &ThreadCounts) -> u64 {
         let mut v: Vec<(u64, u64)> = b
             .by_slot
             .iter()
-            .map(|&(k, (l, _))| (key(span(&k)), l))
+            .map(|(k, &(l, _))| (key(span(k)), l))
             .collect();
         v.sort_unstable();
         let mut sums = Vec::with_capacity(v.len() + 1);
@@ -248,11 +249,11 @@ fn overlapping_exchanges(a: &ThreadCounts, b: &ThreadCounts) -> u64 {
     let (starts, start_sums) = sorted_sums(|(o, _)| o);
     let (ends, end_sums) = sorted_sums(|(_, e)| e);
     let mut t = 0u64;
-    for &(k, (_, stores)) in a.by_slot.iter() {
+    for (k, &(_, stores)) in a.by_slot.iter() {
         if stores == 0 {
             continue;
         }
-        let (off, end) = span(&k);
+        let (off, end) = span(k);
         let started = start_sums[starts.partition_point(|&(o, _)| o < end)];
         let ended = end_sums[ends.partition_point(|&(e, _)| e <= off)];
         t = t.saturating_add(stores.min(started - ended));
@@ -281,7 +282,7 @@ fn estimate(b: &BlockCounts) -> (u64, u64) {
 /// totals.
 struct Estimator {
     layout: Layout,
-    written: BlockRuns,
+    written: BlockSet,
     /// Blocks of the current segment the second pass counts in detail: several threads, and
     /// a store in this segment or the previous one (else neither φ̃ nor a transfer can count
     /// them).
@@ -326,7 +327,7 @@ impl Estimator {
     fn new(layout: Layout) -> Self {
         Estimator {
             layout,
-            written: BlockRuns::new(layout.line_size),
+            written: BlockSet::new(layout.line_size, layout.shift),
             detailed: FxHashSet::default(),
             counts: FxHashMap::default(),
             totals: FxHashMap::default(),
@@ -474,7 +475,8 @@ impl Estimator {
         self.detailed.clear();
     }
 
-    fn finish(self) -> PlutoReport {
+    fn finish(mut self) -> PlutoReport {
+        self.written.flush();
         let mut blocks: Vec<BlockEstimate> = self
             .totals
             .into_values()
@@ -556,7 +558,9 @@ fn detail_all(estimators: &mut [Estimator], batch: &[(ThreadId, Access)]) {
     });
 }
 
-/// Estimates `trace` under each of `layouts`, segment by segment.
+/// Estimates `trace` under each of `layouts`, segment by segment. Line sizes are powers of
+/// two up to 4096 bytes (the audit's settings allow 8 to 512) and shifts are below the line
+/// size; other layouts panic.
 ///
 /// The threads are read segment by segment (all threads' k-th segment, then the (k+1)-th), so
 /// memory holds one segment's blocks, not the run's. `heap` follows the trace's allocations
@@ -579,6 +583,14 @@ fn estimate_buffered(
     stacks: &mut StackMap,
     limit: usize,
 ) -> Result<Vec<PlutoReport>, TraceError> {
+    for l in layouts {
+        assert!(
+            l.line_size.is_power_of_two()
+                && l.line_size <= touch_table::PAGE_SIZE
+                && l.shift < l.line_size,
+            "unsupported layout {l:?}"
+        );
+    }
     let mut estimators: Vec<Estimator> = layouts.iter().map(|&l| Estimator::new(l)).collect();
     let ids: Vec<ThreadId> = trace.thread_ids().collect();
     let mut streams = Vec::with_capacity(ids.len());

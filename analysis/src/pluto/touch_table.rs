@@ -1,13 +1,13 @@
 //! What the first pass learns of one segment, once for every layout.
 //!
 //! Per 4 KiB page and thread: the bytes the thread accessed and the bytes it stored to. Each
-//! layout reads what it needs of a block — its first thread, whether another thread came,
+//! layout reads what it needs of a block — which thread accessed it and whether another did,
 //! whether it was written, its lowest accessed and written addresses — from the bytes the
 //! block covers, so the table does not depend on line size or shift. Memory grows with the
-//! pages a segment touches (a few dozen bytes per page read or written in order, 1 KiB per
-//! page accessed in scattered places, per thread), where a table per layout and block cost
-//! about 150 bytes per block and layout: 1.7 KB per 64-byte line with the audit's eleven
-//! layouts.
+//! pages a segment touches: about 110–125 bytes per page and thread for pages read or written
+//! in a few stretches, up to 1 KiB more where the accesses are scattered (a bitmap each for the
+//! accessed and the stored bytes). A table per layout cost about 150 bytes per block and
+//! layout: 1.7 KB per 64-byte line with the audit's eleven layouts.
 
 use cachescope_schema::{AccessKind, ThreadId};
 use rustc_hash::FxHashMap;
@@ -21,6 +21,10 @@ pub(super) const PAGE_SIZE: u64 = 4096;
 
 /// End of a page's list of threads.
 const NONE: u32 = u32::MAX;
+
+/// Threads of a page found by walking its list; a page with more is indexed by (page, thread),
+/// so that thousands of threads on one page do not make each access walk them all.
+const LIST_LIMIT: u32 = 8;
 
 /// What one block saw in a segment, as a layout reads it from the table.
 #[derive(Debug, Clone, Copy)]
@@ -48,13 +52,26 @@ struct ThreadBytes {
     next: u32,
 }
 
+/// One page of the table.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    /// Its start address.
+    base: u64,
+    /// Its first thread's entry, or `NONE`.
+    first: u32,
+    /// Threads on its list.
+    threads: u32,
+}
+
 /// The pages a segment touched, with each thread's bytes.
 #[derive(Debug, Default)]
 pub(super) struct TouchTable {
     /// Page start → index in `pages`.
     index: FxHashMap<u64, u32>,
-    /// Page start and its first thread's entry.
-    pages: Vec<(u64, u32)>,
+    /// The pages, in the order first touched.
+    pages: Vec<Page>,
+    /// (page start, thread) → entry, for pages with more than `LIST_LIMIT` threads.
+    crowded: FxHashMap<(u64, ThreadId), u32>,
     /// Threads' bytes, chained per page.
     entries: Vec<ThreadBytes>,
     /// Indices of `pages` by page start, once sealed.
@@ -96,22 +113,44 @@ impl TouchTable {
         }
         let pages = &mut self.pages;
         let pos = *self.index.entry(page).or_insert_with(|| {
-            pages.push((page, NONE));
+            pages.push(Page {
+                base: page,
+                first: NONE,
+                threads: 0,
+            });
             (pages.len() - 1) as u32
         }) as usize;
-        let mut e = self.pages[pos].1;
-        while e != NONE && self.entries[e as usize].thread != thread {
-            e = self.entries[e as usize].next;
-        }
+        let p = self.pages[pos];
+        let mut e = if p.threads > LIST_LIMIT {
+            self.crowded.get(&(page, thread)).copied().unwrap_or(NONE)
+        } else {
+            let mut e = p.first;
+            while e != NONE && self.entries[e as usize].thread != thread {
+                e = self.entries[e as usize].next;
+            }
+            e
+        };
         if e == NONE {
             e = self.entries.len() as u32;
             self.entries.push(ThreadBytes {
                 thread,
                 accessed: ByteSet::default(),
                 stored: ByteSet::default(),
-                next: self.pages[pos].1,
+                next: p.first,
             });
-            self.pages[pos].1 = e;
+            let p = &mut self.pages[pos];
+            p.first = e;
+            p.threads += 1;
+            if p.threads == LIST_LIMIT + 1 {
+                let mut i = e;
+                while i != NONE {
+                    let bytes = &self.entries[i as usize];
+                    self.crowded.insert((page, bytes.thread), i);
+                    i = bytes.next;
+                }
+            } else if p.threads > LIST_LIMIT {
+                self.crowded.insert((page, thread), e);
+            }
         }
         self.last = Some((page, thread, e));
         e as usize
@@ -121,7 +160,7 @@ impl TouchTable {
     pub(super) fn seal(&mut self) {
         let pages = &self.pages;
         self.order = (0..pages.len() as u32).collect();
-        self.order.sort_unstable_by_key(|&p| pages[p as usize].0);
+        self.order.sort_unstable_by_key(|&p| pages[p as usize].base);
         self.last = None;
     }
 
@@ -129,6 +168,7 @@ impl TouchTable {
     pub(super) fn clear(&mut self) {
         self.index.clear();
         self.pages.clear();
+        self.crowded.clear();
         self.entries.clear();
         self.order.clear();
         self.last = None;
@@ -155,7 +195,9 @@ impl TouchTable {
 
     /// Adds what the page at index `pos` saw in its bytes `[from, to)` to `touch`.
     fn fold_page(&self, pos: usize, from: u16, to: u16, touch: &mut Option<Touch>) {
-        let (base, mut e) = self.pages[pos];
+        let Page {
+            base, first: mut e, ..
+        } = self.pages[pos];
         while e != NONE {
             let bytes = &self.entries[e as usize];
             e = bytes.next;
@@ -188,54 +230,94 @@ impl TouchTable {
     }
 
     /// Calls `f(block, touch)` for every block of `layout` that an access touched, with the
-    /// block's start in the layout's (shifted) address space, in address order. The table
-    /// must be sealed.
+    /// block's start in the layout's (shifted) address space, in address order (but for a
+    /// block that wraps around the top of the address space, visited last). The table must
+    /// be sealed.
     pub(super) fn for_each_block(&self, layout: Layout, mut f: impl FnMut(u64, Touch)) {
         let line = layout.line_size;
+        debug_assert!(line.is_power_of_two() && line <= PAGE_SIZE);
         for &pos in &self.order {
             let pos = pos as usize;
-            let base = self.pages[pos].0;
+            let base = self.pages[pos].base;
             // The page starts `r` bytes into a block of the layout.
             let r = base.wrapping_add(layout.shift) & (line - 1);
-            let first_block = base.wrapping_sub(r);
-            for k in 0..(r + PAGE_SIZE).div_ceil(line) {
-                let start = first_block.wrapping_add(k * line);
+            let blocks = (r + PAGE_SIZE).div_ceil(line);
+            let mut k = 0;
+            while k < blocks {
                 // The block's bytes in this page.
                 let from = (k * line).saturating_sub(r);
                 let to = (k * line + line - r).min(PAGE_SIZE);
                 let mut here = None;
                 self.fold_page(pos, from as u16, to as u16, &mut here);
-                let Some(mut touch) = here else {
+                let Some(touch) = here else {
+                    // Untouched: on to the block of the page's next touched byte (a page
+                    // touched in a few places is not walked block by block).
+                    match self.next_accessed(pos, to) {
+                        Some(next) => k = (u64::from(next) + r) / line,
+                        None => break,
+                    }
                     continue;
                 };
-                let before = k == 0 && r != 0;
-                let after = k * line + line - r > PAGE_SIZE;
-                if before {
-                    // A block begun in the previous page belongs to that page if it touched
-                    // it there: each block is visited once, from its lowest touched page.
-                    let previous = base.wrapping_sub(PAGE_SIZE);
-                    if let Some(&p) = self.index.get(&previous) {
-                        let mut there = None;
-                        self.fold_page(
-                            p as usize,
-                            (PAGE_SIZE - r) as u16,
-                            PAGE_SIZE as u16,
-                            &mut there,
-                        );
-                        if there.is_some() {
-                            continue;
-                        }
-                    }
+                let start = base.wrapping_sub(r).wrapping_add(k * line);
+                if let Some(touch) = self.whole_block(base, r, k, line, start, touch) {
+                    f(start.wrapping_add(layout.shift), touch);
                 }
-                if after {
-                    touch = match self.block(start, line) {
-                        Some(t) => t,
-                        None => continue,
-                    };
-                }
-                f(start.wrapping_add(layout.shift), touch);
+                k += 1;
             }
         }
+    }
+
+    /// The `k`-th block of the page starting at `base` (the block starts at `start`; the page
+    /// `r` bytes into its first block), which saw `here` in this page: what the whole block
+    /// saw, or `None` if it belongs to the previous page.
+    fn whole_block(
+        &self,
+        base: u64,
+        r: u64,
+        k: u64,
+        line: u64,
+        start: u64,
+        here: Touch,
+    ) -> Option<Touch> {
+        if k == 0 && r != 0 {
+            // A block begun in the previous page belongs to that page if it touched it
+            // there: each block is visited once, from its lowest touched page.
+            let previous = base.wrapping_sub(PAGE_SIZE);
+            if let Some(&p) = self.index.get(&previous) {
+                let mut there = None;
+                self.fold_page(
+                    p as usize,
+                    (PAGE_SIZE - r) as u16,
+                    PAGE_SIZE as u16,
+                    &mut there,
+                );
+                if there.is_some() {
+                    return None;
+                }
+            }
+        }
+        if k * line + line - r > PAGE_SIZE {
+            // It goes on into the next page.
+            return self.block(start, line);
+        }
+        Some(here)
+    }
+
+    /// The lowest byte at or after `from` that a thread accessed on the page at index `pos`.
+    fn next_accessed(&self, pos: usize, from: u64) -> Option<u16> {
+        if from >= PAGE_SIZE {
+            return None;
+        }
+        let mut e = self.pages[pos].first;
+        let mut next: Option<u16> = None;
+        while e != NONE {
+            let bytes = &self.entries[e as usize];
+            if let Some(b) = bytes.accessed.first_in(from as u16, PAGE_SIZE as u16) {
+                next = Some(next.map_or(b, |n| n.min(b)));
+            }
+            e = bytes.next;
+        }
+        next
     }
 }
 
@@ -318,14 +400,42 @@ mod tests {
         #[test]
         fn every_layout_reads_what_per_layout_tables_saw(
             accesses in proptest::collection::vec(
-                (0u32..3, any::<bool>(), prop_oneof![0u64..3 * PAGE_SIZE, u64::MAX - 2 * PAGE_SIZE..=u64::MAX], 0u32..700),
-                1..60),
+                (0u32..12, any::<bool>(), prop_oneof![0u64..3 * PAGE_SIZE, u64::MAX - 2 * PAGE_SIZE..=u64::MAX], 0u32..700),
+                1..80),
+            threads in 1u32..13,
             line_log in 3u32..10,
             shift_frac in 0u64..512,
         ) {
+            // From one thread to twelve (more than a page's list holds: crowded pages).
+            let accesses: Vec<_> = accesses
+                .into_iter()
+                .map(|(t, store, addr, size)| (t % threads, store, addr, size))
+                .collect();
             let line_size = 1u64 << line_log;
             let layout = Layout { line_size, shift: shift_frac % line_size };
             prop_assert_eq!(from_table(layout, &accesses), reference(layout, &accesses));
         }
+    }
+
+    #[test]
+    fn a_page_of_many_threads_finds_each_threads_bytes() {
+        // 40 threads on one page, each storing to its own 8 bytes twice (the second time
+        // through the crowded index), and one of them also to its neighbour's line.
+        let mut accesses: Vec<(ThreadId, bool, u64, u32)> = Vec::new();
+        for round in 0..2 {
+            for t in 0..40u32 {
+                accesses.push((t, round == 1, 0x10_000 + 64 * u64::from(t), 8));
+            }
+        }
+        accesses.push((7, true, 0x10_000 + 64 * 8 + 32, 4));
+        let layout = Layout::recorded(64);
+        let blocks = from_table(layout, &accesses);
+        assert_eq!(blocks, reference(layout, &accesses));
+        assert_eq!(blocks.len(), 40);
+        assert_eq!(
+            blocks.values().filter(|b| b.0).count(),
+            1,
+            "one line of two threads"
+        );
     }
 }
