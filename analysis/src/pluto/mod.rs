@@ -43,8 +43,8 @@
 //! a buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
 //! is skipped when no block needs it. Memory thus grows with the pages a segment touches (this
 //! segment's table and the previous one's), with the blocks counted in detail (shared and
-//! written, per layout) and with the blocks written during the run (per layout, a bit each
-//! in bitmaps of 64 blocks), not with every touched block × layouts.
+//! written, per layout) and with the blocks written during the run (per layout: bitmaps of 64
+//! blocks, runs of full ones), not with every touched block × layouts.
 
 use std::collections::{BTreeMap, BTreeSet};
 
