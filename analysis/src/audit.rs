@@ -535,7 +535,7 @@ fn true_sharing(
 /// accesses (thread and code position) count.
 fn attach_simulation(
     f: &mut Finding,
-    blocks: &[BlockEstimate],
+    blocks: &[&BlockEstimate],
     log: &[(CoherenceKey, u64)],
     line: u64,
     crowded: &BTreeSet<u64>,
@@ -673,18 +673,18 @@ fn merge_by_object(report: &mut PlutoReport, line: u64, symbols: &mut Symbolizer
 }
 
 /// Groups a report's blocks by the data object they belong to.
-fn group(
-    report: &PlutoReport,
+fn group<'a>(
+    report: &'a PlutoReport,
     line: u64,
     symbols: &mut Symbolizer,
-) -> BTreeMap<ObjectName, Vec<BlockEstimate>> {
-    let mut out: BTreeMap<ObjectName, Vec<BlockEstimate>> = BTreeMap::new();
+) -> BTreeMap<ObjectName, Vec<&'a BlockEstimate>> {
+    let mut out: BTreeMap<ObjectName, Vec<&BlockEstimate>> = BTreeMap::new();
     for b in &report.blocks {
         if b.phi_prime == 0 {
             continue;
         }
         let name = object_name(b, line, symbols);
-        out.entry(name).or_default().push(b.clone());
+        out.entry(name).or_default().push(b);
     }
     out
 }
@@ -789,7 +789,7 @@ fn finding(
     kind: FindingKind,
     object: &ObjectName,
     report: &PlutoReport,
-    blocks: &[BlockEstimate],
+    blocks: &[&BlockEstimate],
     symbols: &mut Symbolizer,
     penalty: f64,
     thread_cycles: &BTreeMap<ThreadId, f64>,
@@ -854,7 +854,7 @@ fn finding(
         start_in_line,
         &neighbours,
     );
-    let heap = blocks.first().and_then(|b| b.heap.as_ref());
+    let heap = blocks.first().and_then(|b| b.heap.as_deref());
     let allocated_at = heap
         .filter(|_| object.kind == "heap")
         .and_then(|h| symbols.allocation_frames(h).0)
@@ -925,7 +925,7 @@ const NEIGHBOURS: usize = 4;
 /// The other globals on the first [`NEIGHBOUR_LINES`] lines of a finding on a global.
 fn neighbours_on_lines(
     object: &ObjectName,
-    blocks: &[BlockEstimate],
+    blocks: &[&BlockEstimate],
     line: u64,
     symbols: &mut Symbolizer,
 ) -> Vec<String> {

@@ -3,8 +3,10 @@
 //!
 //! Run: `cargo bench -p cachescope-benches --bench false_sharing_audit`. Cases: a 2-thread
 //! stream over 16 MiB in one barrier segment (every line used by one thread: what the first
-//! pass costs) and the 4-thread barrier-phased stencil over 4 MiB (lines shared at the
-//! threads' borders: both passes). Memory is measured by
+//! pass costs), the 4-thread barrier-phased stencil over 4 MiB (lines shared at the threads'
+//! borders: both passes), and a 1 MiB array that 2 threads update at random places (every
+//! line shared and written: mostly the second pass, and a finding on every line). Memory is
+//! measured by
 //! `bash benches/scripts/audit_memory.sh` (docs/audit.md, "Limits").
 
 use std::hint::black_box;
@@ -40,6 +42,7 @@ fn bench(c: &mut Criterion) {
     for (name, workload, threads, size, iterations) in [
         ("stream-2t-16M", Workload::Stream, 2u32, 16u64 << 20, 1u32),
         ("stencil-4t-4M", Workload::Stencil, 4, 4 << 20, 2),
+        ("random-2t-1M", Workload::Random, 2, 1 << 20, 1),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("t.cstrace");

@@ -39,17 +39,23 @@
 //! ([`touch_table`]: a few runs per page, or a bitmap when the accesses are scattered); from
 //! those bytes each layout reads, per block, which thread accessed it (and whether another did),
 //! whether it was written and its lowest addresses. The second pass counts in detail only the
-//! blocks that can have φ̃ > 0 or need their thread list. It reads the segment's accesses from
-//! a buffer filled by the first, or, for a segment too long to buffer, from the trace again; it
-//! is skipped when no block needs it. Memory thus grows with the pages a segment touches (this
-//! segment's table and the previous one's), with the blocks counted in detail (shared and
-//! written, per layout) and with the blocks written during the run (per layout: bitmaps of 64
-//! blocks, runs of full ones), not with every touched block × layouts.
+//! blocks that can have φ̃ > 0 or need their thread list, and it too runs once for all layouts
+//! ([`segment_detail`]): it counts each access that overlaps such a block of some layout by
+//! address, size, thread and code position, and at the end of the segment each layout cuts
+//! these records into its own blocks. It reads the segment's accesses from a buffer filled by
+//! the first pass, or, for a segment too long to buffer, from the trace again; it is skipped
+//! when no block needs it. Memory thus grows with the pages a segment touches (this segment's
+//! table and the previous one's), with the distinct accesses to blocks counted in detail (once,
+//! plus one layout's cut of them per host thread at the end of a segment), with the estimates
+//! of blocks that had φ̃ > 0 (per layout and data object, kept for the report) and with the
+//! blocks written during the run (per layout: bitmaps of 64 blocks, runs of full ones), not
+//! with every touched block × layouts.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use cachescope_schema::{
-    Access, AccessKind, CodePos, CursorMark, Event, ThreadEvents, ThreadId, TraceError, TraceFile,
+    Access, CodePos, CursorMark, Event, ThreadEvents, ThreadId, TraceError, TraceFile,
 };
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -60,10 +66,12 @@ use crate::stack::{StackMap, StackSlot};
 
 mod block_set;
 mod byte_set;
+mod segment_detail;
 mod touch_table;
 mod vec_map;
 
 use block_set::BlockSet;
+use segment_detail::SegmentDetail;
 use touch_table::TouchTable;
 use vec_map::VecMap;
 
@@ -132,6 +140,28 @@ struct BlockCounts {
     sites: VecMap<SiteKey, u64>,
 }
 
+/// A record's bytes in one block of a layout (see [`Estimator::detailed_blocks`]).
+struct Piece {
+    block: u64,
+    thread: ThreadId,
+    /// (offset in the block, bytes).
+    slot: (u32, u32),
+    pc: Option<CodePos>,
+    loads: u64,
+    stores: u64,
+}
+
+/// One block counted in detail in one segment, estimated.
+struct DetailedBlock {
+    block: u64,
+    phi: u64,
+    theta: u64,
+    /// The threads that accessed it, in order.
+    threads: Vec<ThreadId>,
+    /// Accesses per site, by site.
+    sites: Vec<(SiteKey, u64)>,
+}
+
 /// The estimates for one block over the whole run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BlockEstimate {
@@ -155,10 +185,12 @@ pub struct BlockEstimate {
     pub threads: Vec<ThreadId>,
     /// Access counts per thread, code position and kind, in those segments (largest first).
     pub sites: Vec<(SiteKey, u64)>,
-    /// The heap block containing `sample_addr` when the block was first estimated, if any.
-    pub heap: Option<HeapBlock>,
-    /// Else the recorded stack frame containing it then, if any.
-    pub stack: Option<StackSlot>,
+    /// The heap block containing `sample_addr` when the block was first estimated, if any;
+    /// one allocation's blocks share it (a large array has many blocks), so its `offset` is
+    /// the one of the address that first named the allocation, not of `sample_addr`.
+    pub heap: Option<Arc<HeapBlock>>,
+    /// Else the recorded stack frame containing it then, if any (boxed: most blocks have none).
+    pub stack: Option<Box<StackSlot>>,
 }
 
 /// Pluto estimates of a trace under one layout.
@@ -283,20 +315,18 @@ fn estimate(b: &BlockCounts) -> (u64, u64) {
 struct Estimator {
     layout: Layout,
     written: BlockSet,
-    /// Blocks of the current segment the second pass counts in detail: several threads, and
-    /// a store in this segment or the previous one (else neither φ̃ nor a transfer can count
-    /// them).
+    /// Blocks of the current segment counted in detail: several threads, and a store in this
+    /// segment or the previous one (else neither φ̃ nor a transfer can count them). The
+    /// second pass counts their accesses once for all layouts ([`SegmentDetail`]).
     detailed: FxHashSet<u64>,
-    /// Second pass: counts of the blocks marked for detail.
-    counts: FxHashMap<u64, BlockCounts>,
     /// Estimates per block and the data object it held: a line reused by another object in
     /// a later segment (a heap block freed and allocated again from elsewhere, a stack frame
     /// of another call at the same address) is another estimate, so each object is reported
     /// under its own name.
     totals: FxHashMap<(u64, ObjectKey), BlockEstimate>,
+    /// The heap blocks `totals` name, one copy per allocation (with the offset zeroed).
+    heap_blocks: FxHashMap<HeapBlock, Arc<HeapBlock>>,
     segments: u64,
-    /// The last block the second pass looked up that is not counted in detail.
-    last_plain: Option<u64>,
 }
 
 /// What a block held in a segment, for [`Estimator::totals`].
@@ -329,10 +359,9 @@ impl Estimator {
             layout,
             written: BlockSet::new(layout.line_size, layout.shift),
             detailed: FxHashSet::default(),
-            counts: FxHashMap::default(),
             totals: FxHashMap::default(),
+            heap_blocks: FxHashMap::default(),
             segments: 0,
-            last_plain: None,
         }
     }
 
@@ -356,46 +385,61 @@ impl Estimator {
         !self.detailed.is_empty()
     }
 
-    /// Second pass: counts an access to the blocks marked for detail.
-    fn detail(
-        &mut self,
-        thread: ThreadId,
-        kind: AccessKind,
-        addr: u64,
-        size: u32,
-        pc: Option<CodePos>,
-    ) {
-        if kind == AccessKind::Fetch || self.detailed.is_empty() {
-            return;
+    /// This layout's blocks marked for detail, estimated from the second pass's records (each
+    /// record's bytes cut into this layout's blocks), sorted by block.
+    fn detailed_blocks(&self, detail: &SegmentDetail) -> Vec<DetailedBlock> {
+        if self.detailed.is_empty() {
+            return Vec::new();
         }
-        let (detailed, counts, plain) = (&self.detailed, &mut self.counts, &mut self.last_plain);
-        self.layout
-            .for_each_block(addr, size, |block, offset, piece, _| {
-                if *plain == Some(block) {
-                    return;
-                }
-                if !detailed.contains(&block) {
-                    *plain = Some(block);
-                    return;
-                }
-                let b = counts.entry(block).or_default();
-                let t = b.threads.entry(thread);
-                let slot = t.by_slot.entry((offset as u32, piece as u32));
-                if kind.reads() {
-                    t.loads += 1;
-                    slot.0 += 1;
-                }
-                if kind.writes() {
-                    t.stores += 1;
-                    slot.1 += 1;
-                }
-                // A read-modify-write counts at its site once as a load and once as a store.
-                for store in [false, true] {
-                    if (store && kind.writes()) || (!store && kind.reads()) {
-                        *b.sites.entry(SiteKey { thread, pc, store }) += 1;
+        let mut pieces: Vec<Piece> = Vec::new();
+        for (r, c) in detail.records() {
+            self.layout
+                .for_each_block(r.addr, r.size, |block, offset, len, _| {
+                    if self.detailed.contains(&block) {
+                        pieces.push(Piece {
+                            block,
+                            thread: r.thread,
+                            slot: (offset as u32, len as u32),
+                            pc: r.pc,
+                            loads: c.loads,
+                            stores: c.stores,
+                        });
+                    }
+                });
+        }
+        // Block by block, each thread's slots in order: the counts of one block are built at
+        // a time, appending to their sorted maps.
+        pieces.sort_unstable_by_key(|p| (p.block, p.thread, p.slot));
+        pieces
+            .chunk_by(|a, b| a.block == b.block)
+            .map(|group| {
+                let mut b = BlockCounts::default();
+                for p in group {
+                    let t = b.threads.entry(p.thread);
+                    let slot = t.by_slot.entry(p.slot);
+                    t.loads += p.loads;
+                    slot.0 += p.loads;
+                    t.stores += p.stores;
+                    slot.1 += p.stores;
+                    // A read-modify-write counts at its site once as a load and once as a
+                    // store.
+                    for (store, n) in [(false, p.loads), (true, p.stores)] {
+                        if n > 0 {
+                            let (thread, pc) = (p.thread, p.pc);
+                            *b.sites.entry(SiteKey { thread, pc, store }) += n;
+                        }
                     }
                 }
-            });
+                let (phi, theta) = estimate(&b);
+                DetailedBlock {
+                    block: group[0].block,
+                    phi,
+                    theta,
+                    threads: b.threads.keys().copied().collect(),
+                    sites: b.sites.into_iter().collect(),
+                }
+            })
+            .collect()
     }
 
     /// Ends segment k of every thread (after both passes): estimates it and adds the
@@ -406,21 +450,26 @@ impl Estimator {
         &mut self,
         touched: &TouchTable,
         previous: &TouchTable,
+        detail: &SegmentDetail,
         heap: &HeapMap,
         stacks: &StackMap,
     ) {
         self.segments += 1;
-        self.last_plain = None;
         let segment = self.segments;
         let layout = self.layout;
-        let (written, counts, totals) = (&mut self.written, &mut self.counts, &mut self.totals);
+        let detailed = self.detailed_blocks(detail);
+        let (written, totals, heap_blocks) =
+            (&mut self.written, &mut self.totals, &mut self.heap_blocks);
         touched.for_each_block(layout, |block, t| {
             let recorded = block.wrapping_sub(layout.shift);
             if t.store {
                 written.insert(recorded);
             }
-            let b = counts.remove(&block);
-            let (phi, theta) = b.as_ref().map_or((0, 0), estimate);
+            let b = detailed
+                .binary_search_by_key(&block, |d| d.block)
+                .ok()
+                .map(|i| &detailed[i]);
+            let (phi, theta) = b.map_or((0, 0), |d| (d.phi, d.theta));
             // Transfer from the previous segment (Eq. 4–5): a block used by ≥ 2 threads over
             // both segments, with a store among them.
             let crossing = previous.block(recorded, layout.line_size).map_or(0, |p| {
@@ -438,8 +487,11 @@ impl Estimator {
                 block: recorded,
                 sample_addr: sample,
                 first_segment: segment,
-                stack: frame,
-                heap: held,
+                stack: frame.map(Box::new),
+                heap: held.map(|h| {
+                    let key = HeapBlock { offset: 0, ..h };
+                    Arc::clone(heap_blocks.entry(key).or_insert_with(|| Arc::new(h)))
+                }),
                 ..BlockEstimate::default()
             });
             e.phi += phi + crossing;
@@ -448,8 +500,8 @@ impl Estimator {
             // needs a store in this segment or the previous one). A segment that only takes
             // the block over from the previous one (`main` reading the results after joining
             // the workers) names its threads only if nothing else does: they did not share it.
-            let threads: Vec<ThreadId> = match &b {
-                Some(b) => b.threads.keys().copied().collect(),
+            let threads: Vec<ThreadId> = match b {
+                Some(b) => b.threads.clone(),
                 None => vec![t.thread],
             };
             if phi > 0 || e.threads.is_empty() {
@@ -462,7 +514,7 @@ impl Estimator {
             if phi > 0 {
                 e.segments += 1;
                 if let Some(b) = b {
-                    for (k, n) in b.sites {
+                    for &(k, n) in &b.sites {
                         match e.sites.iter_mut().find(|(s, _)| *s == k) {
                             Some((_, m)) => *m += n,
                             None => e.sites.push((k, n)),
@@ -471,7 +523,6 @@ impl Estimator {
                 }
             }
         });
-        self.counts.clear();
         self.detailed.clear();
     }
 
@@ -502,7 +553,7 @@ impl Estimator {
 /// estimator's map has no stable order).
 pub fn sort_blocks(blocks: &mut [BlockEstimate]) {
     let object =
-        |e: &BlockEstimate| ObjectKey::of(e.heap.as_ref(), e.stack.as_ref(), e.sample_addr);
+        |e: &BlockEstimate| ObjectKey::of(e.heap.as_deref(), e.stack.as_deref(), e.sample_addr);
     blocks.sort_by(|a, b| {
         (b.phi_prime, b.phi, a.block, object(a)).cmp(&(a.phi_prime, a.phi, b.block, object(b)))
     });
@@ -544,18 +595,14 @@ impl BlockEstimate {
 /// second pass reads the segment from the trace again (32 bytes each: about 64 MiB).
 const SEGMENT_BUFFER: usize = 1 << 21;
 
-/// Accesses handed to the layouts' second passes at a time. Each estimator takes a batch on
-/// whichever host thread is free, in the trace's order, so the estimates do not depend on the
-/// host; batches amortize the hand-over.
-const BATCH: usize = 1 << 16;
-
-/// Second pass over `batch` for every estimator, the estimators side by side.
-fn detail_all(estimators: &mut [Estimator], batch: &[(ThreadId, Access)]) {
-    estimators.par_iter_mut().for_each(|est| {
-        for &(tid, a) in batch {
-            est.detail(tid, a.kind, a.addr, a.size, a.pc);
+/// Marks, for the second pass, the blocks each estimator counts in detail in this segment.
+fn mark_all(detail: &mut SegmentDetail, estimators: &[Estimator]) {
+    detail.clear();
+    for est in estimators {
+        for &block in &est.detailed {
+            detail.mark_block(est.layout, block);
         }
-    });
+    }
 }
 
 /// Estimates `trace` under each of `layouts`, segment by segment. Line sizes are powers of
@@ -600,6 +647,7 @@ fn estimate_buffered(
     // Per thread: region nesting depth and units spent inside regions.
     let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
     let mut buffer: Vec<(ThreadId, Access)> = Vec::new();
+    let mut detail = SegmentDetail::default();
     // The first pass of this segment and of the previous one, for all layouts.
     let mut touched = TouchTable::default();
     let mut previous = TouchTable::default();
@@ -768,19 +816,25 @@ fn estimate_buffered(
             .par_iter_mut()
             .map(|est| est.mark_details(&touched, &previous))
             .reduce(|| false, |a, b| a || b);
+        detail.clear();
+        if second_pass {
+            mark_all(&mut detail, &estimators);
+        }
         if second_pass && !overflow {
-            detail_all(&mut estimators, &buffer);
+            for &(tid, a) in &buffer {
+                detail.count(tid, a.kind, a.addr, a.size, a.pc);
+            }
         } else if second_pass {
             for (((tid, events, _), &mark), &n) in streams.iter_mut().zip(&marks).zip(&consumed) {
                 if n > 0 {
-                    reread_segment(*tid, events, mark, n, &mut estimators)?;
+                    reread_segment(*tid, events, mark, n, &mut detail)?;
                 }
             }
         }
-        let (live, frames) = (&*heap, &*stacks);
+        let (live, frames, counted) = (&*heap, &*stacks, &detail);
         estimators
             .par_iter_mut()
-            .for_each(|est| est.end_segment(&touched, &previous, live, frames));
+            .for_each(|est| est.end_segment(&touched, &previous, counted, live, frames));
         // This segment's pages become the previous ones; the old table's room is reused.
         std::mem::swap(&mut touched, &mut previous);
         touched.clear();
@@ -811,20 +865,14 @@ fn reread_segment(
     events: &mut ThreadEvents,
     mark: CursorMark,
     count: u64,
-    estimators: &mut [Estimator],
+    detail: &mut SegmentDetail,
 ) -> Result<(), TraceError> {
     events.seek(mark)?;
-    let mut batch = Vec::with_capacity(BATCH);
     for e in events.by_ref().take(count as usize) {
         if let Event::Access(a) = e? {
-            batch.push((tid, a));
-            if batch.len() == BATCH {
-                detail_all(estimators, &batch);
-                batch.clear();
-            }
+            detail.count(tid, a.kind, a.addr, a.size, a.pc);
         }
     }
-    detail_all(estimators, &batch);
     Ok(())
 }
 
@@ -853,6 +901,7 @@ struct MainThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cachescope_schema::AccessKind;
 
     /// (offset, size) → (loads, stores).
     type Slot = ((u32, u32), (u64, u64));
@@ -930,12 +979,14 @@ mod tests {
             }
             self.touched.seal();
             self.est.mark_details(&self.touched, &self.previous);
+            let mut detail = SegmentDetail::default();
+            mark_all(&mut detail, std::slice::from_ref(&self.est));
             for &(t, k, a, s) in accesses {
-                self.est.detail(t, k, a, s, None);
+                detail.count(t, k, a, s, None);
             }
             let (heap, stacks) = (HeapMap::new(), StackMap::new());
             self.est
-                .end_segment(&self.touched, &self.previous, &heap, &stacks);
+                .end_segment(&self.touched, &self.previous, &detail, &heap, &stacks);
             std::mem::swap(&mut self.touched, &mut self.previous);
             self.touched.clear();
         }
@@ -1087,5 +1138,117 @@ mod tests {
         assert_eq!(r.blocks.len(), 1);
         assert_eq!((r.blocks[0].phi, r.blocks[0].theta), (1, 1));
         assert_eq!(r.blocks[0].threads, [1, 2]);
+    }
+
+    /// One access of [`records_cut_per_layout_equal_direct_counts`].
+    type PcAcc = (ThreadId, AccessKind, u64, u32, Option<CodePos>);
+
+    /// A block counted in detail: (block, φ̃, θ̃, threads, sites).
+    type Detailed = (u64, u64, u64, Vec<ThreadId>, Vec<(SiteKey, u64)>);
+
+    /// A layout's detailed blocks counted access by access, straight into the layout's
+    /// blocks.
+    fn direct_counts(est: &Estimator, accesses: &[PcAcc]) -> Vec<Detailed> {
+        let mut counts: BTreeMap<u64, BlockCounts> = BTreeMap::new();
+        for &(thread, kind, addr, size, pc) in accesses {
+            if kind == AccessKind::Fetch {
+                continue;
+            }
+            est.layout
+                .for_each_block(addr, size, |block, offset, piece, _| {
+                    if !est.detailed.contains(&block) {
+                        return;
+                    }
+                    let b = counts.entry(block).or_default();
+                    let t = b.threads.entry(thread);
+                    let slot = t.by_slot.entry((offset as u32, piece as u32));
+                    if kind.reads() {
+                        t.loads += 1;
+                        slot.0 += 1;
+                        *b.sites.entry(SiteKey {
+                            thread,
+                            pc,
+                            store: false,
+                        }) += 1;
+                    }
+                    if kind.writes() {
+                        t.stores += 1;
+                        slot.1 += 1;
+                        *b.sites.entry(SiteKey {
+                            thread,
+                            pc,
+                            store: true,
+                        }) += 1;
+                    }
+                });
+        }
+        counts
+            .into_iter()
+            .map(|(block, b)| {
+                let (phi, theta) = estimate(&b);
+                let threads = b.threads.keys().copied().collect();
+                (block, phi, theta, threads, b.sites.into_iter().collect())
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// The second pass counts each access once for all layouts; cut into each layout's
+        /// blocks, the records give what counting every access into every layout gave.
+        #[test]
+        fn records_cut_per_layout_equal_direct_counts(
+            accesses in proptest::collection::vec(
+                (
+                    0u32..4,
+                    0usize..5,
+                    proptest::prop_oneof![0u64..2048, u64::MAX - 1024..=u64::MAX],
+                    0u32..300,
+                    0u64..3,
+                ),
+                1..120,
+            ),
+            layouts in proptest::collection::vec((3u32..10, 0u64..512), 1..5),
+        ) {
+            let kinds = [
+                AccessKind::Load,
+                AccessKind::Store,
+                AccessKind::Modify,
+                AccessKind::AtomicRmw,
+                AccessKind::Fetch,
+            ];
+            let accesses: Vec<PcAcc> = accesses
+                .into_iter()
+                .map(|(t, k, a, s, pc)| (t, kinds[k], a, s, CodePos::new(0x401000 + pc)))
+                .collect();
+            let mut touched = TouchTable::default();
+            for &(t, k, a, s, _) in &accesses {
+                touched.touch(t, k, a, s);
+            }
+            touched.seal();
+            let previous = TouchTable::default();
+            let mut estimators: Vec<Estimator> = layouts
+                .into_iter()
+                .map(|(log, shift)| {
+                    let line_size = 1u64 << log;
+                    Estimator::new(Layout { line_size, shift: shift % line_size })
+                })
+                .collect();
+            for est in &mut estimators {
+                est.mark_details(&touched, &previous);
+            }
+            let mut detail = SegmentDetail::default();
+            mark_all(&mut detail, &estimators);
+            for &(t, k, a, s, pc) in &accesses {
+                detail.count(t, k, a, s, pc);
+            }
+            for est in &estimators {
+                let got: Vec<Detailed> = est
+                    .detailed_blocks(&detail)
+                    .into_iter()
+                    .map(|d| (d.block, d.phi, d.theta, d.threads, d.sites))
+                    .collect();
+                proptest::prop_assert_eq!(got, direct_counts(est, &accesses), "{:?}", est.layout);
+            }
+        }
     }
 }

@@ -1,0 +1,199 @@
+//! The second pass's counts of one segment, once for all layouts.
+//!
+//! Each layout counts a block in detail when several threads use it with a store (see
+//! `Estimator::mark_details`); a shared array that threads update at random has every line so
+//! marked in every layout. Counting each access into every layout's blocks cost a dozen map
+//! lookups per access and about 1 KB per line and layout. Here an access is counted once, by
+//! what it is — address, size, thread and code position — if it overlaps a block that some
+//! layout counts in detail; each layout then cuts these records into its own blocks at the end
+//! of the segment. The records hold everything the per-layout counts hold (loads and stores
+//! per thread and (offset, size) slot, accesses per code position), so the estimates are the
+//! same, and an access repeated a million times (a thread's accumulator) is one record.
+
+use cachescope_schema::{AccessKind, CodePos, ThreadId};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::Layout;
+
+/// Granules of this many bytes tell which accesses to keep: every granule that overlaps a
+/// block counted in detail by some layout is marked, so the filter keeps a superset of the
+/// accesses any layout needs (each layout skips the rest).
+const GRANULE_SHIFT: u32 = 6;
+
+/// What a counted access was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Record {
+    /// First byte.
+    pub addr: u64,
+    /// Bytes accessed, as in the trace.
+    pub size: u32,
+    /// The accessing thread.
+    pub thread: ThreadId,
+    /// The instruction.
+    pub pc: Option<CodePos>,
+}
+
+/// Loads and stores of one [`Record`] (a read-modify-write is both).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct LoadsStores {
+    pub loads: u64,
+    pub stores: u64,
+}
+
+/// The second pass of one segment.
+#[derive(Debug, Default)]
+pub(super) struct SegmentDetail {
+    /// Granules overlapping a block some layout counts in detail.
+    granules: FxHashSet<u64>,
+    /// Counts per access.
+    records: FxHashMap<Record, LoadsStores>,
+    /// The last granule looked up that is not marked.
+    last_plain: Option<u64>,
+}
+
+impl SegmentDetail {
+    /// Forgets the segment (the maps keep their room for the next one).
+    pub fn clear(&mut self) {
+        self.granules.clear();
+        self.records.clear();
+        self.last_plain = None;
+    }
+
+    /// Marks the bytes of `block` (a block of `layout`, in its shifted address space) as
+    /// counted in detail. A block may wrap around the top of the address space.
+    pub fn mark_block(&mut self, layout: Layout, block: u64) {
+        let start = block.wrapping_sub(layout.shift);
+        let last = start.wrapping_add(layout.line_size - 1);
+        // Every granule the block overlaps holds one of these bytes: they are less than a
+        // granule apart.
+        for offset in (0..layout.line_size).step_by(1 << GRANULE_SHIFT) {
+            self.granules
+                .insert(start.wrapping_add(offset) >> GRANULE_SHIFT);
+        }
+        self.granules.insert(last >> GRANULE_SHIFT);
+    }
+
+    /// Counts an access if it overlaps a marked granule (instruction fetches are not counted).
+    pub fn count(
+        &mut self,
+        thread: ThreadId,
+        kind: AccessKind,
+        addr: u64,
+        size: u32,
+        pc: Option<CodePos>,
+    ) {
+        if kind == AccessKind::Fetch || self.granules.is_empty() {
+            return;
+        }
+        // The bytes the layouts cut into blocks: an access running past the top of the
+        // address space ends there (`Layout::for_each_block`).
+        let end = addr.saturating_add(u64::from(size.max(1)));
+        let (first, last) = (addr >> GRANULE_SHIFT, (end - 1) >> GRANULE_SHIFT);
+        let marked = if first == last {
+            if self.last_plain == Some(first) {
+                false
+            } else if self.granules.contains(&first) {
+                true
+            } else {
+                self.last_plain = Some(first);
+                false
+            }
+        } else {
+            (first..=last).any(|g| self.granules.contains(&g))
+        };
+        if !marked {
+            return;
+        }
+        let c = self.records.entry(Record {
+            addr,
+            size,
+            thread,
+            pc,
+        });
+        let c = c.or_default();
+        if kind.reads() {
+            c.loads += 1;
+        }
+        if kind.writes() {
+            c.stores += 1;
+        }
+    }
+
+    /// The counted accesses, in no particular order.
+    pub fn records(&self) -> impl Iterator<Item = (&Record, &LoadsStores)> {
+        self.records.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(line_size: u64, shift: u64) -> Layout {
+        Layout { line_size, shift }
+    }
+
+    fn counted(d: &SegmentDetail) -> Vec<(u64, u32)> {
+        let mut v: Vec<(u64, u32)> = d.records().map(|(r, _)| (r.addr, r.size)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn keeps_accesses_overlapping_a_marked_block_only() {
+        let mut d = SegmentDetail::default();
+        // The 32-byte block at 0x1020 of the recorded 32-byte layout.
+        d.mark_block(layout(32, 0), 0x1020);
+        for (addr, size) in [
+            (0x1000, 8),
+            (0x1028, 8),
+            (0x0ffc, 8),
+            (0x1040, 8),
+            (0x2000, 4),
+        ] {
+            d.count(1, AccessKind::Store, addr, size, None);
+        }
+        // The granule is 64 bytes: 0x1000 is kept too (a superset), 0x1040 and 0x2000 not;
+        // 0x0ffc reaches into the granule.
+        assert_eq!(counted(&d), vec![(0x0ffc, 8), (0x1000, 8), (0x1028, 8)]);
+    }
+
+    #[test]
+    fn a_shifted_or_large_block_marks_every_granule_it_overlaps() {
+        let mut d = SegmentDetail::default();
+        // 128-byte line shifted by 64: the block at shifted 0x2080 is bytes 0x2040..0x20c0.
+        d.mark_block(layout(128, 64), 0x2080);
+        for addr in [0x2000, 0x2040, 0x2080, 0x20c0] {
+            d.count(0, AccessKind::Load, addr, 8, None);
+        }
+        assert_eq!(counted(&d), vec![(0x2040, 8), (0x2080, 8)]);
+        // A block wrapping around the top of the address space.
+        let mut d = SegmentDetail::default();
+        d.mark_block(layout(64, 8), 0);
+        d.count(0, AccessKind::Load, u64::MAX - 3, 8, None);
+        d.count(0, AccessKind::Load, 0, 8, None);
+        d.count(0, AccessKind::Load, 0x40, 8, None);
+        assert_eq!(counted(&d), vec![(0, 8), (u64::MAX - 3, 8)]);
+    }
+
+    #[test]
+    fn counts_loads_and_stores_per_access_and_skips_fetches() {
+        let mut d = SegmentDetail::default();
+        d.mark_block(layout(64, 0), 0x40);
+        let pc = CodePos::new(0x401000);
+        d.count(2, AccessKind::Modify, 0x48, 8, pc);
+        d.count(2, AccessKind::Modify, 0x48, 8, pc);
+        d.count(2, AccessKind::Load, 0x48, 8, pc);
+        d.count(2, AccessKind::Fetch, 0x48, 8, pc);
+        d.count(3, AccessKind::Store, 0x48, 8, pc);
+        let mut v: Vec<(ThreadId, u64, u64)> = d
+            .records()
+            .map(|(r, c)| (r.thread, c.loads, c.stores))
+            .collect();
+        v.sort_unstable();
+        assert_eq!(v, vec![(2, 3, 2), (3, 0, 1)]);
+        d.clear();
+        d.count(2, AccessKind::Store, 0x48, 8, pc);
+        assert_eq!(d.records().count(), 0);
+    }
+}
