@@ -72,7 +72,7 @@ mod vec_map;
 
 use block_set::BlockSet;
 use segment_detail::SegmentDetail;
-use touch_table::TouchTable;
+use touch_table::{TouchTable, Visit};
 use vec_map::VecMap;
 
 /// Which layout of memory into blocks to assume.
@@ -372,7 +372,7 @@ impl Estimator {
         let line = self.layout.line_size;
         let shift = self.layout.shift;
         let detailed = &mut self.detailed;
-        touched.for_each_block(self.layout, |block, t| {
+        touched.for_each_shared_block(self.layout, |block, t| {
             let stored_before = || {
                 previous
                     .block(block.wrapping_sub(shift), line)
@@ -460,7 +460,15 @@ impl Estimator {
         let detailed = self.detailed_blocks(detail);
         let (written, totals, heap_blocks) =
             (&mut self.written, &mut self.totals, &mut self.heap_blocks);
-        touched.for_each_block(layout, |block, t| {
+        touched.for_each_block_or_written(layout, previous, |visit| {
+            let (block, t) = match visit {
+                Visit::Block(block, t) => (block, t),
+                // A block of a quiet page: neither shared nor moving between cores.
+                Visit::Written(block) => {
+                    written.insert(block.wrapping_sub(layout.shift));
+                    return;
+                }
+            };
             let recorded = block.wrapping_sub(layout.shift);
             if t.store {
                 written.insert(recorded);

@@ -8,6 +8,11 @@
 //! in a few stretches, up to 1 KiB more where the accesses are scattered (a bitmap each for the
 //! accessed and the stored bytes). A table per layout cost about 150 bytes per block and
 //! layout: 1.7 KB per 64-byte line with the audit's eleven layouts.
+//!
+//! Most pages of a segment are one thread's (private data): the walks that look for shared
+//! blocks skip them, and the walk at the end of a segment hands on only their written blocks
+//! when the previous segment left them to the same thread (no block of theirs is shared or
+//! can have moved between cores).
 
 use cachescope_schema::{AccessKind, ThreadId};
 use rustc_hash::FxHashMap;
@@ -40,6 +45,16 @@ pub(super) struct Touch {
     pub many: bool,
     /// Whether an access wrote it.
     pub store: bool,
+}
+
+/// A block as [`TouchTable::for_each_block_or_written`] hands it on.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Visit {
+    /// A block and what it saw, as [`TouchTable::for_each_block`] gives it.
+    Block(u64, Touch),
+    /// A block of a quiet page (see [`TouchTable::for_each_block_or_written`]) that a store
+    /// wrote: all that is left to note of it.
+    Written(u64),
 }
 
 /// One thread's bytes of one page.
@@ -233,37 +248,156 @@ impl TouchTable {
     /// block's start in the layout's (shifted) address space, in address order (but for a
     /// block that wraps around the top of the address space, visited last). The table must
     /// be sealed.
-    pub(super) fn for_each_block(&self, layout: Layout, mut f: impl FnMut(u64, Touch)) {
+    #[cfg(test)]
+    pub(super) fn for_each_block(&self, layout: Layout, f: impl FnMut(u64, Touch)) {
+        self.walk(layout, false, f);
+    }
+
+    /// [`Self::for_each_block`] for a superset of the blocks that two or more threads
+    /// accessed (`Touch::many`): it skips the pages that one thread alone touched, next to
+    /// none touched by another (most of a segment's pages; no block of theirs can be shared).
+    pub(super) fn for_each_shared_block(&self, layout: Layout, f: impl FnMut(u64, Touch)) {
+        self.walk(layout, true, f);
+    }
+
+    /// [`Self::for_each_block`] as the end of a segment needs it, given the previous
+    /// segment's table: a page that one thread alone touched, next to none touched by another,
+    /// and whose bytes and neighbours the previous segment left untouched or to the same
+    /// thread alone, has no block that is shared or can move between cores (the estimates
+    /// give it nothing), so only its written blocks are handed on, as [`Visit::Written`]
+    /// (some may be handed on twice). Other blocks come as [`Visit::Block`], as
+    /// `for_each_block` gives them. Most of a segment's pages are quiet: private data.
+    pub(super) fn for_each_block_or_written(
+        &self,
+        layout: Layout,
+        previous: &TouchTable,
+        mut f: impl FnMut(Visit),
+    ) {
         let line = layout.line_size;
-        debug_assert!(line.is_power_of_two() && line <= PAGE_SIZE);
+        let quiet = |pos: usize| {
+            let p = self.pages[pos];
+            let thread = self.entries[p.first as usize].thread;
+            let alone = |base: u64| {
+                previous
+                    .only_thread(base)
+                    .is_some_and(|t| t.is_none_or(|t| t == thread))
+            };
+            self.private_page(pos)
+                && alone(p.base)
+                && alone(p.base.wrapping_sub(PAGE_SIZE))
+                && alone(p.base.wrapping_add(PAGE_SIZE))
+        };
         for &pos in &self.order {
             let pos = pos as usize;
-            let base = self.pages[pos].base;
-            // The page starts `r` bytes into a block of the layout.
-            let r = base.wrapping_add(layout.shift) & (line - 1);
-            let blocks = (r + PAGE_SIZE).div_ceil(line);
-            let mut k = 0;
-            while k < blocks {
-                // The block's bytes in this page.
-                let from = (k * line).saturating_sub(r);
-                let to = (k * line + line - r).min(PAGE_SIZE);
-                let mut here = None;
-                self.fold_page(pos, from as u16, to as u16, &mut here);
-                let Some(touch) = here else {
-                    // Untouched: on to the block of the page's next touched byte (a page
-                    // touched in a few places is not walked block by block).
-                    match self.next_accessed(pos, to) {
-                        Some(next) => k = (u64::from(next) + r) / line,
-                        None => break,
-                    }
-                    continue;
-                };
-                let start = base.wrapping_sub(r).wrapping_add(k * line);
-                if let Some(touch) = self.whole_block(base, r, k, line, start, touch) {
-                    f(start.wrapping_add(layout.shift), touch);
-                }
-                k += 1;
+            if !quiet(pos) {
+                self.walk_page(layout, pos, &mut |b, t| f(Visit::Block(b, t)));
+                continue;
             }
+            let Page { base, first, .. } = self.pages[pos];
+            let bytes = &self.entries[first as usize];
+            let r = base.wrapping_add(layout.shift) & (line - 1);
+            // The blocks with a stored byte in this page.
+            let mut from = 0u64;
+            while let Some(b) = bytes.stored.first_in(from as u16, PAGE_SIZE as u16) {
+                let k = (u64::from(b) + r) / line;
+                let start = base.wrapping_sub(r).wrapping_add(k * line);
+                f(Visit::Written(start.wrapping_add(layout.shift)));
+                from = k * line + line - r;
+                if from >= PAGE_SIZE {
+                    break;
+                }
+            }
+            // A last block going on into the next page, stored to only there: the walk
+            // visits it from this page if this page touched it (from the next one else, where
+            // it is found as that page's first block).
+            let k = (r + PAGE_SIZE - 1) / line;
+            let from = k * line - r.min(k * line);
+            if k * line + line - r > PAGE_SIZE
+                && bytes
+                    .accessed
+                    .first_in(from as u16, PAGE_SIZE as u16)
+                    .is_some()
+            {
+                let start = base.wrapping_sub(r).wrapping_add(k * line);
+                let next = base.wrapping_add(PAGE_SIZE);
+                let in_next = k * line + line - r - PAGE_SIZE;
+                if let Some(t) = self.block(next, in_next) {
+                    if t.store {
+                        f(Visit::Written(start.wrapping_add(layout.shift)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The single thread that touched the page starting at `base`, `Some(None)` if no thread
+    /// did, and `None` if several did.
+    fn only_thread(&self, base: u64) -> Option<Option<ThreadId>> {
+        match self.index.get(&base) {
+            None => Some(None),
+            Some(&pos) => {
+                let p = self.pages[pos as usize];
+                (p.threads == 1).then(|| Some(self.entries[p.first as usize].thread))
+            }
+        }
+    }
+
+    /// Whether no block with bytes in the page at index `pos` can have been accessed by two
+    /// threads: one thread touched it, and neither neighbouring page holds another's accesses
+    /// (a block spans at most two pages).
+    fn private_page(&self, pos: usize) -> bool {
+        let p = self.pages[pos];
+        if p.threads != 1 {
+            return false;
+        }
+        let thread = self.entries[p.first as usize].thread;
+        let alone = |base: u64| {
+            self.only_thread(base)
+                .is_some_and(|t| t.is_none_or(|t| t == thread))
+        };
+        alone(p.base.wrapping_sub(PAGE_SIZE)) && alone(p.base.wrapping_add(PAGE_SIZE))
+    }
+
+    /// The walk of [`Self::for_each_block`], skipping private pages if `shared_only`.
+    fn walk(&self, layout: Layout, shared_only: bool, mut f: impl FnMut(u64, Touch)) {
+        debug_assert!(layout.line_size.is_power_of_two() && layout.line_size <= PAGE_SIZE);
+        for &pos in &self.order {
+            let pos = pos as usize;
+            if shared_only && self.private_page(pos) {
+                continue;
+            }
+            self.walk_page(layout, pos, &mut f);
+        }
+    }
+
+    /// The blocks that the page at index `pos` visits (see [`Self::for_each_block`]).
+    fn walk_page(&self, layout: Layout, pos: usize, f: &mut impl FnMut(u64, Touch)) {
+        let line = layout.line_size;
+        let base = self.pages[pos].base;
+        // The page starts `r` bytes into a block of the layout.
+        let r = base.wrapping_add(layout.shift) & (line - 1);
+        let blocks = (r + PAGE_SIZE).div_ceil(line);
+        let mut k = 0;
+        while k < blocks {
+            // The block's bytes in this page.
+            let from = (k * line).saturating_sub(r);
+            let to = (k * line + line - r).min(PAGE_SIZE);
+            let mut here = None;
+            self.fold_page(pos, from as u16, to as u16, &mut here);
+            let Some(touch) = here else {
+                // Untouched: on to the block of the page's next touched byte (a page
+                // touched in a few places is not walked block by block).
+                match self.next_accessed(pos, to) {
+                    Some(next) => k = (u64::from(next) + r) / line,
+                    None => break,
+                }
+                continue;
+            };
+            let start = base.wrapping_sub(r).wrapping_add(k * line);
+            if let Some(touch) = self.whole_block(base, r, k, line, start, touch) {
+                f(start.wrapping_add(layout.shift), touch);
+            }
+            k += 1;
         }
     }
 
@@ -396,7 +530,103 @@ mod tests {
         blocks
     }
 
+    /// A table of `accesses`, sealed.
+    fn table_of(accesses: &[(ThreadId, bool, u64, u32)]) -> TouchTable {
+        let mut table = TouchTable::default();
+        for &(thread, store, addr, size) in accesses {
+            let kind = if store {
+                AccessKind::Store
+            } else {
+                AccessKind::Load
+            };
+            table.touch(thread, kind, addr, size);
+        }
+        table.seal();
+        table
+    }
+
+    /// What the end of a segment takes from a walk: the written blocks, and the blocks that
+    /// are shared or may have moved between cores since the previous segment (in order, with
+    /// what they saw).
+    type EndOfSegment = (
+        std::collections::BTreeSet<u64>,
+        Vec<(u64, bool, bool, u64, u64, ThreadId)>,
+    );
+
     proptest! {
+        /// Skipping quiet pages at the end of a segment changes nothing it takes.
+        #[test]
+        fn the_end_walk_skips_only_quiet_blocks(
+            previous in proptest::collection::vec(
+                (0u32..10, any::<bool>(), prop_oneof![0u64..5 * PAGE_SIZE, u64::MAX - 2 * PAGE_SIZE..=u64::MAX], 0u32..700),
+                0..30),
+            current in proptest::collection::vec(
+                (0u32..10, any::<bool>(), prop_oneof![0u64..5 * PAGE_SIZE, u64::MAX - 2 * PAGE_SIZE..=u64::MAX], 0u32..700),
+                1..40),
+            line_log in 3u32..13,
+            shift_frac in 0u64..4096,
+        ) {
+            let line = 1u64 << line_log;
+            let layout = Layout { line_size: line, shift: shift_frac % line };
+            // Mostly thread 0, so that many pages are one thread's (quiet, or next to one).
+            let mostly_one = |v: Vec<(ThreadId, bool, u64, u32)>| -> Vec<_> {
+                v.into_iter().map(|(t, s, a, n)| (t / 8, s, a, n)).collect()
+            };
+            let (previous, current) = (
+                table_of(&mostly_one(previous)),
+                table_of(&mostly_one(current)),
+            );
+            let keep = |b: u64, t: &Touch, out: &mut EndOfSegment| {
+                if t.store {
+                    out.0.insert(b);
+                }
+                let crossing = previous
+                    .block(b.wrapping_sub(layout.shift), line)
+                    .is_some_and(|p| p.many || p.thread != t.thread);
+                if t.many || crossing {
+                    out.1.push((b, t.many, t.store, t.first_addr, t.store_addr, t.thread));
+                }
+            };
+            let mut all: EndOfSegment = Default::default();
+            current.for_each_block(layout, |b, t| keep(b, &t, &mut all));
+            let mut skipping: EndOfSegment = Default::default();
+            current.for_each_block_or_written(layout, &previous, |v| match v {
+                Visit::Block(b, t) => keep(b, &t, &mut skipping),
+                Visit::Written(b) => {
+                    skipping.0.insert(b);
+                }
+            });
+            prop_assert_eq!(skipping, all);
+        }
+
+        /// Skipping private pages loses no block that two threads accessed.
+        #[test]
+        fn the_shared_walk_finds_every_shared_block(
+            accesses in proptest::collection::vec(
+                (0u32..10, any::<bool>(), prop_oneof![0u64..4 * PAGE_SIZE, u64::MAX - 2 * PAGE_SIZE..=u64::MAX], 0u32..700),
+                1..60),
+            line_log in 3u32..13,
+            shift_frac in 0u64..4096,
+        ) {
+            let line_size = 1u64 << line_log;
+            let layout = Layout { line_size, shift: shift_frac % line_size };
+            // Mostly thread 0, so that many pages are one thread's.
+            let accesses: Vec<_> =
+                accesses.into_iter().map(|(t, s, a, n)| (t / 8, s, a, n)).collect();
+            let table = table_of(&accesses);
+            let mut all = Vec::new();
+            table.for_each_block(layout, |b, t| all.push((b, t.many, t.store, t.first_addr)));
+            let mut shared = Vec::new();
+            table.for_each_shared_block(layout, |b, t| {
+                shared.push((b, t.many, t.store, t.first_addr))
+            });
+            // The same visits, in the same order, of every shared block.
+            let all_shared: Vec<_> = all.iter().copied().filter(|v| v.1).collect();
+            let shared_shared: Vec<_> = shared.iter().copied().filter(|v| v.1).collect();
+            prop_assert_eq!(all_shared, shared_shared);
+            prop_assert!(shared.iter().all(|v| all.contains(v)));
+        }
+
         #[test]
         fn every_layout_reads_what_per_layout_tables_saw(
             accesses in proptest::collection::vec(
