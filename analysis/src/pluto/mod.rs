@@ -44,9 +44,12 @@
 //! address, size, thread and code position, and at the end of the segment each layout cuts
 //! these records into its own blocks. It reads the segment's accesses from a buffer filled by
 //! the first pass, or, for a segment too long to buffer, from the trace again; it is skipped
-//! when no block needs it. Memory thus grows with the pages a segment touches (this segment's
-//! table and the previous one's), with the distinct accesses to blocks counted in detail (once,
-//! plus one layout's cut of them per host thread at the end of a segment), with the estimates
+//! when no block needs it. (The filter works on 64-byte granules: it keeps a few accesses no
+//! layout needs, which the layouts skip.) Memory thus grows with the pages a segment touches
+//! (this segment's table and the previous one's), with the distinct accesses to blocks counted
+//! in detail in the segment (once, however long the segment, plus one layout's cut of them per
+//! host thread at the end of the segment: a piece per block an access covers, or, for an access
+//! wider than a few blocks, its blocks' counts), with the estimates
 //! of blocks that had φ̃ > 0 (per layout and data object, kept for the report) and with the
 //! blocks written during the run (per layout: bitmaps of 64 blocks, runs of full ones), not
 //! with every touched block × layouts.
@@ -150,6 +153,29 @@ struct Piece {
     loads: u64,
     stores: u64,
 }
+
+impl Piece {
+    /// Adds the piece to its block's counts.
+    fn add_to(&self, b: &mut BlockCounts) {
+        let t = b.threads.entry(self.thread);
+        let slot = t.by_slot.entry(self.slot);
+        t.loads += self.loads;
+        slot.0 += self.loads;
+        t.stores += self.stores;
+        slot.1 += self.stores;
+        // A read-modify-write counts at its site once as a load and once as a store.
+        for (store, n) in [(false, self.loads), (true, self.stores)] {
+            if n > 0 {
+                let (thread, pc) = (self.thread, self.pc);
+                *b.sites.entry(SiteKey { thread, pc, store }) += n;
+            }
+        }
+    }
+}
+
+/// Records wider than this many blocks are counted into their blocks at once (see
+/// [`Estimator::detailed_blocks`]).
+const WIDE_RECORD_BLOCKS: u64 = 4;
 
 /// One block counted in detail in one segment, estimated.
 struct DetailedBlock {
@@ -391,8 +417,30 @@ impl Estimator {
         if self.detailed.is_empty() {
             return Vec::new();
         }
+        let line = self.layout.line_size;
+        // A record within a few blocks (nearly all) becomes pieces, sorted below so that a
+        // block's counts are built at once; a wide one (a `memcpy` of kilobytes) is added to
+        // its blocks' counts right away, or its pieces would outnumber the blocks.
         let mut pieces: Vec<Piece> = Vec::new();
+        let mut wide: FxHashMap<u64, BlockCounts> = FxHashMap::default();
         for (r, c) in detail.records() {
+            if u64::from(r.size) > WIDE_RECORD_BLOCKS * line {
+                self.layout
+                    .for_each_block(r.addr, r.size, |block, offset, len, _| {
+                        if self.detailed.contains(&block) {
+                            let piece = Piece {
+                                block,
+                                thread: r.thread,
+                                slot: (offset as u32, len as u32),
+                                pc: r.pc,
+                                loads: c.loads,
+                                stores: c.stores,
+                            };
+                            piece.add_to(wide.entry(block).or_default());
+                        }
+                    });
+                continue;
+            }
             self.layout
                 .for_each_block(r.addr, r.size, |block, offset, len, _| {
                     if self.detailed.contains(&block) {
@@ -410,36 +458,32 @@ impl Estimator {
         // Block by block, each thread's slots in order: the counts of one block are built at
         // a time, appending to their sorted maps.
         pieces.sort_unstable_by_key(|p| (p.block, p.thread, p.slot));
-        pieces
+        let estimated = |block: u64, b: BlockCounts| {
+            let (phi, theta) = estimate(&b);
+            DetailedBlock {
+                block,
+                phi,
+                theta,
+                threads: b.threads.keys().copied().collect(),
+                sites: b.sites.into_iter().collect(),
+            }
+        };
+        let mut out: Vec<DetailedBlock> = pieces
             .chunk_by(|a, b| a.block == b.block)
             .map(|group| {
-                let mut b = BlockCounts::default();
+                let block = group[0].block;
+                let mut b = wide.remove(&block).unwrap_or_default();
                 for p in group {
-                    let t = b.threads.entry(p.thread);
-                    let slot = t.by_slot.entry(p.slot);
-                    t.loads += p.loads;
-                    slot.0 += p.loads;
-                    t.stores += p.stores;
-                    slot.1 += p.stores;
-                    // A read-modify-write counts at its site once as a load and once as a
-                    // store.
-                    for (store, n) in [(false, p.loads), (true, p.stores)] {
-                        if n > 0 {
-                            let (thread, pc) = (p.thread, p.pc);
-                            *b.sites.entry(SiteKey { thread, pc, store }) += n;
-                        }
-                    }
+                    p.add_to(&mut b);
                 }
-                let (phi, theta) = estimate(&b);
-                DetailedBlock {
-                    block: group[0].block,
-                    phi,
-                    theta,
-                    threads: b.threads.keys().copied().collect(),
-                    sites: b.sites.into_iter().collect(),
-                }
+                estimated(block, b)
             })
-            .collect()
+            .collect();
+        if !wide.is_empty() {
+            out.extend(wide.into_iter().map(|(block, b)| estimated(block, b)));
+            out.sort_unstable_by_key(|d| d.block);
+        }
+        out
     }
 
     /// Ends segment k of every thread (after both passes): estimates it and adds the
@@ -824,10 +868,8 @@ fn estimate_buffered(
             .par_iter_mut()
             .map(|est| est.mark_details(&touched, &previous))
             .reduce(|| false, |a, b| a || b);
-        detail.clear();
-        if second_pass {
-            mark_all(&mut detail, &estimators);
-        }
+        // (Cleared here even without a second pass: the layouts read what it holds.)
+        mark_all(&mut detail, if second_pass { &estimators } else { &[] });
         if second_pass && !overflow {
             for &(tid, a) in &buffer {
                 detail.count(tid, a.kind, a.addr, a.size, a.pc);
@@ -839,6 +881,7 @@ fn estimate_buffered(
                 }
             }
         }
+        detail.seal();
         let (live, frames, counted) = (&*heap, &*stacks, &detail);
         estimators
             .par_iter_mut()
@@ -992,6 +1035,7 @@ mod tests {
             for &(t, k, a, s) in accesses {
                 detail.count(t, k, a, s, None);
             }
+            detail.seal();
             let (heap, stacks) = (HeapMap::new(), StackMap::new());
             self.est
                 .end_segment(&self.touched, &self.previous, &detail, &heap, &stacks);
@@ -1202,20 +1246,29 @@ mod tests {
 
     proptest::proptest! {
         /// The second pass counts each access once for all layouts; cut into each layout's
-        /// blocks, the records give what counting every access into every layout gave.
+        /// blocks, the records give what counting every access into every layout gave. Over
+        /// several segments with one `SegmentDetail` (its room and caches reused), the
+        /// previous segment's stores marking blocks, sparse and wide accesses.
         #[test]
         fn records_cut_per_layout_equal_direct_counts(
-            accesses in proptest::collection::vec(
-                (
-                    0u32..4,
-                    0usize..5,
-                    proptest::prop_oneof![0u64..2048, u64::MAX - 1024..=u64::MAX],
-                    0u32..300,
-                    0u64..3,
+            segments in proptest::collection::vec(
+                proptest::collection::vec(
+                    (
+                        0u32..4,
+                        0usize..5,
+                        proptest::prop_oneof![
+                            0u64..2048,
+                            0u64..1 << 20,
+                            u64::MAX - 1024..=u64::MAX,
+                        ],
+                        proptest::prop_oneof![0u32..300, 0u32..20_000],
+                        0u64..3,
+                    ),
+                    0..80,
                 ),
-                1..120,
+                1..4,
             ),
-            layouts in proptest::collection::vec((3u32..10, 0u64..512), 1..5),
+            layouts in proptest::collection::vec((3u32..13, 0u64..4096), 1..5),
         ) {
             let kinds = [
                 AccessKind::Load,
@@ -1224,16 +1277,6 @@ mod tests {
                 AccessKind::AtomicRmw,
                 AccessKind::Fetch,
             ];
-            let accesses: Vec<PcAcc> = accesses
-                .into_iter()
-                .map(|(t, k, a, s, pc)| (t, kinds[k], a, s, CodePos::new(0x401000 + pc)))
-                .collect();
-            let mut touched = TouchTable::default();
-            for &(t, k, a, s, _) in &accesses {
-                touched.touch(t, k, a, s);
-            }
-            touched.seal();
-            let previous = TouchTable::default();
             let mut estimators: Vec<Estimator> = layouts
                 .into_iter()
                 .map(|(log, shift)| {
@@ -1241,21 +1284,41 @@ mod tests {
                     Estimator::new(Layout { line_size, shift: shift % line_size })
                 })
                 .collect();
-            for est in &mut estimators {
-                est.mark_details(&touched, &previous);
-            }
+            let mut touched = TouchTable::default();
+            let mut previous = TouchTable::default();
             let mut detail = SegmentDetail::default();
-            mark_all(&mut detail, &estimators);
-            for &(t, k, a, s, pc) in &accesses {
-                detail.count(t, k, a, s, pc);
-            }
-            for est in &estimators {
-                let got: Vec<Detailed> = est
-                    .detailed_blocks(&detail)
+            for accesses in segments {
+                let accesses: Vec<PcAcc> = accesses
                     .into_iter()
-                    .map(|d| (d.block, d.phi, d.theta, d.threads, d.sites))
+                    .map(|(t, k, a, s, pc)| (t, kinds[k], a, s, CodePos::new(0x401000 + pc)))
                     .collect();
-                proptest::prop_assert_eq!(got, direct_counts(est, &accesses), "{:?}", est.layout);
+                for &(t, k, a, s, _) in &accesses {
+                    touched.touch(t, k, a, s);
+                }
+                touched.seal();
+                for est in &mut estimators {
+                    est.mark_details(&touched, &previous);
+                }
+                mark_all(&mut detail, &estimators);
+                for &(t, k, a, s, pc) in &accesses {
+                    detail.count(t, k, a, s, pc);
+                }
+                detail.seal();
+                for est in &estimators {
+                    let got: Vec<Detailed> = est
+                        .detailed_blocks(&detail)
+                        .into_iter()
+                        .map(|d| (d.block, d.phi, d.theta, d.threads, d.sites))
+                        .collect();
+                    proptest::prop_assert_eq!(
+                        got,
+                        direct_counts(est, &accesses),
+                        "{:?}",
+                        est.layout
+                    );
+                }
+                std::mem::swap(&mut touched, &mut previous);
+                touched.clear();
             }
         }
     }

@@ -45,18 +45,59 @@ pub(super) struct LoadsStores {
 pub(super) struct SegmentDetail {
     /// Granules overlapping a block some layout counts in detail.
     granules: FxHashSet<u64>,
-    /// Counts per access.
+    /// Counts per access, while the second pass runs.
     records: FxHashMap<Record, LoadsStores>,
+    /// The same once it has run ([`SegmentDetail::seal`]): each layout reads them all.
+    sealed: Vec<(Record, LoadsStores)>,
     /// The last granule looked up that is not marked.
     last_plain: Option<u64>,
 }
 
+/// A map or vector with room for more than this many times its entries (and more than
+/// `ROOM_KEPT` entries) is given back when cleared: clearing and walking a hash map take time
+/// in proportion to its room, and one large segment must not slow down thousands of small
+/// ones after it.
+const ROOM_FACTOR: usize = 8;
+
+/// Room kept whatever the use.
+const ROOM_KEPT: usize = 4096;
+
+/// Whether a collection with `room` for `used` entries is worth keeping.
+fn worth_keeping(room: usize, used: usize) -> bool {
+    room <= ROOM_KEPT || room <= ROOM_FACTOR * used
+}
+
 impl SegmentDetail {
-    /// Forgets the segment (the maps keep their room for the next one).
+    /// Forgets the segment. The maps keep their room for the next one unless this one used
+    /// a small part of it.
     pub fn clear(&mut self) {
-        self.granules.clear();
-        self.records.clear();
+        let used = self.sealed.len().max(self.records.len());
+        if worth_keeping(self.granules.capacity(), self.granules.len()) {
+            self.granules.clear();
+        } else {
+            self.granules = FxHashSet::default();
+        }
+        if worth_keeping(self.records.capacity(), used) {
+            self.records.clear();
+        } else {
+            self.records = FxHashMap::default();
+        }
+        if worth_keeping(self.sealed.capacity(), self.sealed.len()) {
+            self.sealed.clear();
+        } else {
+            self.sealed = Vec::new();
+        }
         self.last_plain = None;
+    }
+
+    /// Ends the second pass: the records become a list for the layouts to read, in address
+    /// order (a layout then meets its blocks in order, as the accesses of an array come,
+    /// rather than all over its maps).
+    pub fn seal(&mut self) {
+        self.sealed.clear();
+        self.sealed.extend(self.records.drain());
+        self.sealed
+            .sort_unstable_by_key(|(r, _)| (r.addr, r.size, r.thread, r.pc));
     }
 
     /// Marks the bytes of `block` (a block of `layout`, in its shifted address space) as
@@ -119,9 +160,9 @@ impl SegmentDetail {
         }
     }
 
-    /// The counted accesses, in no particular order.
+    /// The counted accesses, in no particular order, once sealed.
     pub fn records(&self) -> impl Iterator<Item = (&Record, &LoadsStores)> {
-        self.records.iter()
+        self.sealed.iter().map(|(r, c)| (r, c))
     }
 }
 
@@ -133,7 +174,8 @@ mod tests {
         Layout { line_size, shift }
     }
 
-    fn counted(d: &SegmentDetail) -> Vec<(u64, u32)> {
+    fn counted(d: &mut SegmentDetail) -> Vec<(u64, u32)> {
+        d.seal();
         let mut v: Vec<(u64, u32)> = d.records().map(|(r, _)| (r.addr, r.size)).collect();
         v.sort_unstable();
         v
@@ -155,7 +197,7 @@ mod tests {
         }
         // The granule is 64 bytes: 0x1000 is kept too (a superset), 0x1040 and 0x2000 not;
         // 0x0ffc reaches into the granule.
-        assert_eq!(counted(&d), vec![(0x0ffc, 8), (0x1000, 8), (0x1028, 8)]);
+        assert_eq!(counted(&mut d), vec![(0x0ffc, 8), (0x1000, 8), (0x1028, 8)]);
     }
 
     #[test]
@@ -166,14 +208,14 @@ mod tests {
         for addr in [0x2000, 0x2040, 0x2080, 0x20c0] {
             d.count(0, AccessKind::Load, addr, 8, None);
         }
-        assert_eq!(counted(&d), vec![(0x2040, 8), (0x2080, 8)]);
+        assert_eq!(counted(&mut d), vec![(0x2040, 8), (0x2080, 8)]);
         // A block wrapping around the top of the address space.
         let mut d = SegmentDetail::default();
         d.mark_block(layout(64, 8), 0);
         d.count(0, AccessKind::Load, u64::MAX - 3, 8, None);
         d.count(0, AccessKind::Load, 0, 8, None);
         d.count(0, AccessKind::Load, 0x40, 8, None);
-        assert_eq!(counted(&d), vec![(0, 8), (u64::MAX - 3, 8)]);
+        assert_eq!(counted(&mut d), vec![(0, 8), (u64::MAX - 3, 8)]);
     }
 
     #[test]
@@ -186,6 +228,7 @@ mod tests {
         d.count(2, AccessKind::Load, 0x48, 8, pc);
         d.count(2, AccessKind::Fetch, 0x48, 8, pc);
         d.count(3, AccessKind::Store, 0x48, 8, pc);
+        d.seal();
         let mut v: Vec<(ThreadId, u64, u64)> = d
             .records()
             .map(|(r, c)| (r.thread, c.loads, c.stores))
@@ -194,6 +237,7 @@ mod tests {
         assert_eq!(v, vec![(2, 3, 2), (3, 0, 1)]);
         d.clear();
         d.count(2, AccessKind::Store, 0x48, 8, pc);
+        d.seal();
         assert_eq!(d.records().count(), 0);
     }
 }
