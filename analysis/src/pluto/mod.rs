@@ -424,34 +424,24 @@ impl Estimator {
         let mut pieces: Vec<Piece> = Vec::new();
         let mut wide: FxHashMap<u64, BlockCounts> = FxHashMap::default();
         for (r, c) in detail.records() {
-            if u64::from(r.size) > WIDE_RECORD_BLOCKS * line {
-                self.layout
-                    .for_each_block(r.addr, r.size, |block, offset, len, _| {
-                        if self.detailed.contains(&block) {
-                            let piece = Piece {
-                                block,
-                                thread: r.thread,
-                                slot: (offset as u32, len as u32),
-                                pc: r.pc,
-                                loads: c.loads,
-                                stores: c.stores,
-                            };
-                            piece.add_to(wide.entry(block).or_default());
-                        }
-                    });
-                continue;
-            }
+            let is_wide = u64::from(r.size) > WIDE_RECORD_BLOCKS * line;
             self.layout
                 .for_each_block(r.addr, r.size, |block, offset, len, _| {
-                    if self.detailed.contains(&block) {
-                        pieces.push(Piece {
-                            block,
-                            thread: r.thread,
-                            slot: (offset as u32, len as u32),
-                            pc: r.pc,
-                            loads: c.loads,
-                            stores: c.stores,
-                        });
+                    if !self.detailed.contains(&block) {
+                        return;
+                    }
+                    let piece = Piece {
+                        block,
+                        thread: r.thread,
+                        slot: (offset as u32, len as u32),
+                        pc: r.pc,
+                        loads: c.loads,
+                        stores: c.stores,
+                    };
+                    if is_wide {
+                        piece.add_to(wide.entry(block).or_default());
+                    } else {
+                        pieces.push(piece);
                     }
                 });
         }

@@ -493,16 +493,7 @@ mod tests {
         layout: Layout,
         accesses: &[(ThreadId, bool, u64, u32)],
     ) -> BTreeMap<u64, (bool, bool, u64, u64, Option<ThreadId>)> {
-        let mut table = TouchTable::default();
-        for &(thread, store, addr, size) in accesses {
-            let kind = if store {
-                AccessKind::Store
-            } else {
-                AccessKind::Load
-            };
-            table.touch(thread, kind, addr, size);
-        }
-        table.seal();
+        let table = table_of(accesses);
         let mut blocks = BTreeMap::new();
         let mut last = None;
         table.for_each_block(layout, |b, t| {
