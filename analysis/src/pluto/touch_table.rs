@@ -275,17 +275,16 @@ impl TouchTable {
     ) {
         let line = layout.line_size;
         let quiet = |pos: usize| {
-            let p = self.pages[pos];
-            let thread = self.entries[p.first as usize].thread;
-            let alone = |base: u64| {
-                previous
-                    .only_thread(base)
-                    .is_some_and(|t| t.is_none_or(|t| t == thread))
-            };
+            let Page { base, first, .. } = self.pages[pos];
+            let thread = self.entries[first as usize].thread;
             self.private_page(pos)
-                && alone(p.base)
-                && alone(p.base.wrapping_sub(PAGE_SIZE))
-                && alone(p.base.wrapping_add(PAGE_SIZE))
+                && [
+                    base.wrapping_sub(PAGE_SIZE),
+                    base,
+                    base.wrapping_add(PAGE_SIZE),
+                ]
+                .into_iter()
+                .all(|b| previous.left_to(b, thread))
         };
         for &pos in &self.order {
             let pos = pos as usize;
@@ -311,7 +310,7 @@ impl TouchTable {
             // visits it from this page if this page touched it (from the next one else, where
             // it is found as that page's first block).
             let k = (r + PAGE_SIZE - 1) / line;
-            let from = k * line - r.min(k * line);
+            let from = (k * line).saturating_sub(r);
             if k * line + line - r > PAGE_SIZE
                 && bytes
                     .accessed
@@ -330,32 +329,29 @@ impl TouchTable {
         }
     }
 
-    /// The single thread that touched the page starting at `base`, `Some(None)` if no thread
-    /// did, and `None` if several did.
-    fn only_thread(&self, base: u64) -> Option<Option<ThreadId>> {
-        match self.index.get(&base) {
-            None => Some(None),
-            Some(&pos) => {
-                let p = self.pages[pos as usize];
-                (p.threads == 1).then(|| Some(self.entries[p.first as usize].thread))
-            }
-        }
+    /// Whether no thread but `thread` touched the page starting at `base` (or none did).
+    fn left_to(&self, base: u64, thread: ThreadId) -> bool {
+        self.index.get(&base).is_none_or(|&pos| {
+            let p = self.pages[pos as usize];
+            p.threads == 1 && self.entries[p.first as usize].thread == thread
+        })
     }
 
     /// Whether no block with bytes in the page at index `pos` can have been accessed by two
     /// threads: one thread touched it, and neither neighbouring page holds another's accesses
     /// (a block spans at most two pages).
     fn private_page(&self, pos: usize) -> bool {
-        let p = self.pages[pos];
-        if p.threads != 1 {
+        let Page {
+            base,
+            first,
+            threads,
+        } = self.pages[pos];
+        if threads != 1 {
             return false;
         }
-        let thread = self.entries[p.first as usize].thread;
-        let alone = |base: u64| {
-            self.only_thread(base)
-                .is_some_and(|t| t.is_none_or(|t| t == thread))
-        };
-        alone(p.base.wrapping_sub(PAGE_SIZE)) && alone(p.base.wrapping_add(PAGE_SIZE))
+        let thread = self.entries[first as usize].thread;
+        self.left_to(base.wrapping_sub(PAGE_SIZE), thread)
+            && self.left_to(base.wrapping_add(PAGE_SIZE), thread)
     }
 
     /// The walk of [`Self::for_each_block`], skipping private pages if `shared_only`.
