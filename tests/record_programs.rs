@@ -1377,7 +1377,10 @@ fn no_local_of_a_nested_function_names_the_frame(trace: &Path, function: &str) {
                     addr,
                 };
                 if let Some(l) = symbols.stack_object(&slot).local {
-                    let own = ["partial", "counts", "alpha", "deep_arr", "th", "s", "i"];
+                    let own = [
+                        "partial", "counts", "alpha", "deep_arr", "th", "s", "i", "hits", "limits",
+                        "scale", "lo", "hi", "n",
+                    ];
                     assert!(
                         own.contains(&l.name.as_str()) && l.function.as_deref() == Some(function),
                         "{function}'s frame byte {:#x} named {l:?}",
@@ -1751,6 +1754,7 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
     let pthreads = line_of(&src, "PTHREAD_LOCAL");
     let (alpha, beta) = (line_of(&src, "ALPHA_LOCAL"), line_of(&src, "BETA_LOCAL"));
     let deep = line_of(&src, "DEEP_LOCAL");
+    let captures = line_of(&src, "CAPTURES_LOCAL");
     for compiler in compilers() {
         // Unoptimized, the arrays are in the frames of the functions that declare them;
         // optimized, those functions are inlined into `main` and other inlined functions'
@@ -1773,6 +1777,10 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
                 // The OpenMP runtime's own frames (libomp calls the recorder from inside its
                 // fork) and its creation of worker threads leave the caller's frames.
                 ("deep", "deep_arr", deep, "sum_deep"),
+                // clang pushes the region's captured variables beyond the sixth argument of
+                // `__kmpc_fork_call` right before the call: the recorded stack pointer is
+                // 32 bytes below the one the DWARF places the locals by.
+                ("captures", "hits", captures, "sum_captures"),
             ] {
                 let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
                 let out = record(&trace, &prog, &[mode], 2);

@@ -22,6 +22,7 @@
 //! (TLS symbols are per-thread offsets).
 
 mod alignment;
+mod frames;
 mod links;
 mod locals;
 mod module;
@@ -378,6 +379,8 @@ pub struct Symbolizer {
     sources: SourceLines,
     /// Fixed-place locals of the function holding each looked-up code position.
     locals_cache: HashMap<u64, Arc<Vec<LocalVar>>>,
+    /// Bytes pushed for the call at a code position (see [`Symbolizer::pushed_at`]).
+    pushed_cache: HashMap<u64, u64>,
 }
 
 impl Symbolizer {
@@ -414,6 +417,7 @@ impl Symbolizer {
             extents: None,
             sources: SourceLines::default(),
             locals_cache: HashMap::new(),
+            pushed_cache: HashMap::new(),
         }
     }
 
@@ -640,8 +644,14 @@ impl Symbolizer {
             ),
             None => (None, None, None, None),
         };
+        // Locals placed relative to the stack pointer are relative to the body's, above the
+        // call's own pushed arguments.
+        let sp = match slot.sp.checked_add(self.pushed_at(slot.site.addr())) {
+            Some(sp) if sp < slot.cfa => sp,
+            _ => slot.sp,
+        };
         let local = self.frame_locals(slot.site.addr()).iter().find_map(|v| {
-            let base = v.address(slot.sp, slot.cfa);
+            let base = v.address(sp, slot.cfa);
             let inside = match v.size {
                 Some(size) => base <= slot.addr && slot.addr < base.saturating_add(size),
                 None => base == slot.addr,
@@ -674,6 +684,21 @@ impl Symbolizer {
         let found = self.lookup_locals(pc).unwrap_or_default();
         let found = Arc::new(found);
         self.locals_cache.insert(pc, Arc::clone(&found));
+        found
+    }
+
+    /// Bytes the call at code position `pc` pushed below its function's stack pointer in the
+    /// body (its stack arguments; 0 when the code does not say), cached.
+    fn pushed_at(&mut self, pc: u64) -> u64 {
+        if let Some(&hit) = self.pushed_cache.get(&pc) {
+            return hit;
+        }
+        let found = self.code_module(pc).and_then(|i| {
+            let probe = pc.wrapping_sub(self.entries[i].info.load_bias);
+            self.open(i)?.call_sites.pushed_at(probe)
+        });
+        let found = found.unwrap_or(0);
+        self.pushed_cache.insert(pc, found);
         found
     }
 

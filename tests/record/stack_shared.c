@@ -3,7 +3,9 @@
  * address. `omp`: a parallel region writes partial[t]; `padded`: the same with each element
  * on its own 64-byte line (no finding); `pthreads`: two threads created with pointers to
  * neighbouring elements; `waves`: that twice, from two functions one after the other;
- * `deep`: a region forked twelve calls below the function that declares the array. */
+ * `deep`: a region forked twelve calls below the function that declares the array;
+ * `captures`: a region that captures so many locals that clang passes some of them to the
+ * runtime on the stack (pushed right before the fork call, below the body's stack pointer). */
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -98,12 +100,30 @@ static __attribute__((noinline)) long sum_deep(void) {
     return deep(11, deep_arr);
 }
 
+static __attribute__((noinline)) long sum_captures(long n) {
+    long hits[2] = {0, 0};   /* CAPTURES_LOCAL */
+    long limits[2] = {n, n}; /* read-only from here on */
+    long scale[2] = {3, 1};
+    long lo[2] = {0, 0};
+    long hi[2] = {1, 1};
+#pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num();
+        for (long i = 0; i < limits[t]; i++) {
+            hits[t] += (i * scale[0] + scale[1]) & (hi[t] - lo[t]);
+            __asm__ volatile("" ::: "memory");
+        }
+    }
+    return hits[0] + hits[1];
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "omp";
     long s = strcmp(mode, "padded") == 0     ? sum_padded()
              : strcmp(mode, "pthreads") == 0 ? sum_pthreads()
              : strcmp(mode, "waves") == 0    ? wave_alpha() + wave_beta()
              : strcmp(mode, "deep") == 0     ? sum_deep()
+             : strcmp(mode, "captures") == 0 ? sum_captures(ROUNDS)
                                              : sum_omp();
     printf("%s %ld\n", mode, s);
     return 0;

@@ -17,6 +17,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use tracing::{debug, warn};
 
 use super::alignment::declared_alignments;
+use super::frames::CallSites;
 use super::regions::{outlined_regions, OutlinedRegions};
 use super::statics::{function_statics, FunctionStatic};
 use super::{hex, SymbolError};
@@ -143,6 +144,8 @@ pub(crate) struct LoadedModule {
     pub objects: SymbolTable,
     /// `STT_FUNC` symbols with a size (fallback names when there is no DWARF).
     pub functions: SymbolTable,
+    /// Its code, to place locals relative to a frame's stack pointer (`frames.rs`).
+    pub call_sites: CallSites,
     dwarf: Dwarf,
 }
 
@@ -262,6 +265,7 @@ impl LoadedModule {
             segments,
             objects,
             functions,
+            call_sites: CallSites::new(PathBuf::from(path), found.clone()),
             dwarf,
         })
     }
@@ -325,7 +329,7 @@ impl LoadedModule {
 
 /// Reads a module or debug file: only a regular file (a trace naming `/dev/zero` or a pipe as
 /// a module must not make the audit read forever or wait for input).
-fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
     if !std::fs::metadata(path)?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

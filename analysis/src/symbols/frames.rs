@@ -1,0 +1,185 @@
+//! How far below a function's stack pointer in its body its stack pointer lies at one of its
+//! calls: the call's own arguments, pushed onto the stack.
+//!
+//! A recorded frame's bottom is the stack pointer *at the call* (`tracer/shim/src/stack.rs`).
+//! clang's DWARF places the locals of an optimized function relative to the stack pointer of
+//! the function's body (`DW_OP_breg7`, or a frame base of `rsp`), and the two differ where the
+//! call passes arguments on the stack: clang hands the captured variables of an OpenMP region
+//! beyond the sixth argument of `__kmpc_fork_call` over that way (`sub $8,%rsp; push; push;
+//! push; call`), so every local of the forking function would be placed 32 bytes too low and
+//! named after its neighbour.
+//!
+//! The pushes are read from the code: the function (its bounds from `.eh_frame`, which no
+//! strip removes) is decoded from its start, and the instructions right before the call are
+//! walked back over while they push (`push`, or `sub $8,%rsp` for alignment). Anything else that
+//! moves the stack pointer, a branch, another call or the function's start ends the walk. The
+//! call frame information alone would not do: with a frame pointer (a frame realigned for an
+//! `alignas(64)` local) it does not follow the stack pointer at all.
+
+use std::path::PathBuf;
+
+use addr2line::gimli;
+use gimli::{BaseAddresses, EhFrame, UnwindSection};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
+use object::{Object, ObjectSection, SectionKind};
+
+use super::module::read_regular_file;
+
+/// A `sub $N,%rsp` of at most this many bytes in a call sequence pads the stack arguments to
+/// 16 bytes; a larger one allocates a frame and ends the walk.
+const ALIGNMENT_PAD: u64 = 8;
+
+/// Where to read a module's code and call frame information (only when a stack frame needs
+/// it: few call sites do).
+pub(crate) struct CallSites {
+    path: PathBuf,
+    build_id: Vec<u8>,
+}
+
+impl CallSites {
+    /// The module at `path`, whose build-id was `build_id` when it was opened.
+    pub fn new(path: PathBuf, build_id: Vec<u8>) -> Self {
+        Self { path, build_id }
+    }
+
+    /// Bytes pushed onto the stack for the call at code position `site` (link-time; as a
+    /// recorded frame gives it, the return address minus one, inside the call instruction).
+    /// `None` when the file changed or cannot be read, or the code there is not a call.
+    pub fn pushed_at(&self, site: u64) -> Option<u64> {
+        let bytes = read_regular_file(&self.path).ok()?;
+        let file = object::File::parse(&*bytes).ok()?;
+        let now = file.build_id().ok().flatten().unwrap_or_default();
+        if now != self.build_id.as_slice() {
+            return None;
+        }
+        let ret = site.checked_add(1)?;
+        let start = function_start(&file, site)?;
+        let section = file.sections().find(|s| {
+            s.kind() == SectionKind::Text
+                && s.address() <= start
+                && ret <= s.address().saturating_add(s.size())
+        })?;
+        let data = section.data().ok()?;
+        let from = usize::try_from(start - section.address()).ok()?;
+        let to = usize::try_from(ret - section.address()).ok()?;
+        pushed_before(data.get(from..to)?, start, ret)
+    }
+}
+
+/// The start of the function holding link-time address `pc`, from its `.eh_frame` entry.
+fn function_start(file: &object::File<'_>, pc: u64) -> Option<u64> {
+    let section = file.section_by_name(".eh_frame")?;
+    let data = section.data().ok()?;
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let eh = EhFrame::new(data, endian);
+    let bases = BaseAddresses::default().set_eh_frame(section.address());
+    let fde = eh
+        .fde_for_address(&bases, pc, EhFrame::cie_from_offset)
+        .ok()?;
+    Some(fde.initial_address())
+}
+
+/// Bytes pushed right before the call that returns to `ret`, given the code from the
+/// function's start `start` to `ret`; `None` when that code does not end with a call.
+pub(crate) fn pushed_before(code: &[u8], start: u64, ret: u64) -> Option<u64> {
+    let mut decoder = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
+    let mut instructions = Vec::new();
+    while decoder.can_decode() {
+        let i = decoder.decode();
+        if i.is_invalid() {
+            return None;
+        }
+        instructions.push(i);
+    }
+    let (call, before) = instructions.split_last()?;
+    if call.next_ip() != ret
+        || !matches!(
+            call.flow_control(),
+            FlowControl::Call | FlowControl::IndirectCall
+        )
+    {
+        return None;
+    }
+    let mut pushed = 0u64;
+    for i in before.iter().rev() {
+        if i.flow_control() != FlowControl::Next {
+            break;
+        }
+        let writes_rsp = i.op_count() > 0
+            && i.op0_kind() == OpKind::Register
+            && i.op0_register() == Register::RSP;
+        match i.mnemonic() {
+            Mnemonic::Push => pushed += u64::from(i.stack_pointer_increment().unsigned_abs()),
+            Mnemonic::Sub
+                if writes_rsp
+                    && matches!(
+                        i.op1_kind(),
+                        OpKind::Immediate8to64 | OpKind::Immediate32to64
+                    )
+                    && i.immediate(1) <= ALIGNMENT_PAD =>
+            {
+                pushed += i.immediate(1);
+            }
+            _ if writes_rsp || i.stack_pointer_increment() != 0 => break,
+            _ => {}
+        }
+    }
+    Some(pushed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CALL: [u8; 5] = [0xe8, 0, 0, 0, 0];
+
+    fn pushed(code: &[u8]) -> Option<u64> {
+        pushed_before(code, 0x1000, 0x1000 + code.len() as u64)
+    }
+
+    /// clang's fork of a region with eight captured variables (from a real build).
+    #[test]
+    fn the_arguments_pushed_for_a_call_are_counted() {
+        let code = [
+            &[0xe8, 0, 0, 0, 0][..],   // call (a coverage callback): the walk stops here
+            &[0x48, 0x83, 0xec, 0x08], // sub $8,%rsp (alignment)
+            &[0x48, 0x89, 0xe9],       // mov %rbp,%rcx
+            &[0x41, 0x54],             // push %r12
+            &[0x41, 0x55],             // push %r13
+            &[0x48, 0x8d, 0x5c, 0x24, 0x20], // lea 0x20(%rsp),%rbx
+            &[0x53],                   // push %rbx
+            &CALL,
+        ]
+        .concat();
+        assert_eq!(pushed(&code), Some(32));
+    }
+
+    #[test]
+    fn a_frame_allocation_or_a_branch_ends_the_walk() {
+        // The prologue: push %rbp; sub $0x68,%rsp; push %rbx; call.
+        let code = [&[0x55, 0x48, 0x83, 0xec, 0x68, 0x53][..], &CALL].concat();
+        assert_eq!(pushed(&code), Some(8));
+        // A jump target may follow a jmp: nothing before it counts.
+        let code = [&[0x41, 0x54, 0xeb, 0x00, 0x53][..], &CALL].concat();
+        assert_eq!(pushed(&code), Some(8));
+        // pop / and / mov to rsp end it too.
+        for moves in [&[0x5b][..], &[0x48, 0x83, 0xe4, 0xc0], &[0x48, 0x89, 0xec]] {
+            let code = [&[0x41, 0x54][..], moves, &[0x53], &CALL].concat();
+            assert_eq!(pushed(&code), Some(8), "{moves:x?}");
+        }
+        // A call with nothing pushed.
+        assert_eq!(pushed(&[&[0x48, 0x89, 0xe9][..], &CALL].concat()), Some(0));
+    }
+
+    #[test]
+    fn code_that_does_not_end_with_a_call_says_nothing() {
+        assert_eq!(pushed(&[0x53, 0x90]), None);
+        assert_eq!(pushed(&[]), None);
+        // Cut inside an instruction.
+        assert_eq!(pushed(&CALL[..3]), None);
+    }
+}
