@@ -1378,8 +1378,22 @@ fn no_local_of_a_nested_function_names_the_frame(trace: &Path, function: &str) {
                 };
                 if let Some(l) = symbols.stack_object(&slot).local {
                     let own = [
-                        "partial", "counts", "alpha", "deep_arr", "th", "s", "i", "hits", "limits",
-                        "scale", "lo", "hi", "n",
+                        "partial",
+                        "counts",
+                        "alpha",
+                        "deep_arr",
+                        "th",
+                        "s",
+                        "i",
+                        "hits",
+                        "limits",
+                        "scale",
+                        "lo",
+                        "hi",
+                        "n",
+                        "first_bins",
+                        "second_bins",
+                        "second",
                     ];
                     assert!(
                         own.contains(&l.name.as_str()) && l.function.as_deref() == Some(function),
@@ -1755,6 +1769,7 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
     let (alpha, beta) = (line_of(&src, "ALPHA_LOCAL"), line_of(&src, "BETA_LOCAL"));
     let deep = line_of(&src, "DEEP_LOCAL");
     let captures = line_of(&src, "CAPTURES_LOCAL");
+    let merged = line_of(&src, "MERGED_LOCAL");
     for compiler in compilers() {
         // Unoptimized, the arrays are in the frames of the functions that declare them;
         // optimized, those functions are inlined into `main` and other inlined functions'
@@ -1781,6 +1796,8 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
                 // `__kmpc_fork_call` right before the call: the recorded stack pointer is
                 // 32 bytes below the one the DWARF places the locals by.
                 ("captures", "hits", captures, "sum_captures"),
+                // clang -O2 gives the merged update line 0: it is named by the line before.
+                ("merged", "first_bins", merged, "sum_merged"),
             ] {
                 let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
                 let out = record(&trace, &prog, &[mode], 2);
@@ -1833,6 +1850,9 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
                 );
                 assert_eq!(f["declared_at"]["line"].as_u64(), Some(u64::from(line)));
                 assert_eq!(f["offsets"], serde_json::json!([0]), "{what}");
+                for side in ["writer", "victim"] {
+                    assert!(f[side]["line"].as_u64().is_some(), "{what}");
+                }
                 if mode == "omp" {
                     // The region's code is named after the function it is written in, with
                     // either compiler (gcc outlines it into `sum_omp._omp_fn.0`, clang into
@@ -1849,6 +1869,12 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
                     .find(|r| r["ruleId"] == "CS0001")
                     .cloned()
                     .unwrap_or_else(|| panic!("{name} {mode}: {sarif:#}"));
+                // Code scanning rejects an upload with a result without a location.
+                assert_eq!(
+                    result["locations"].as_array().map(Vec::len),
+                    Some(1),
+                    "{result:#}"
+                );
                 let declared = result["relatedLocations"]
                     .as_array()
                     .unwrap()

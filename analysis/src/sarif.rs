@@ -138,6 +138,11 @@ fn result(f: &Finding, root: &Path, outside: &mut BTreeSet<String>) -> Value {
             loc["message"] = json!({
                 "text": format!("'{}' is {what} here", f.object.name)
             });
+            // Neither access has a line (code without DWARF lines): the object's own line
+            // still gives the result a location, which code scanning needs.
+            if locations.is_empty() {
+                locations.push(json!({ "physicalLocation": loc["physicalLocation"].clone() }));
+            }
             related.push(loc);
         }
     }

@@ -825,6 +825,10 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
             .as_deref()
             .is_some_and(regions::is_compiler_wrapper);
         if first {
+            // Line 0: code the compiler could not give one line (clang merging two branches'
+            // stores into one `cmov`); the nearest line before it in the same file says where
+            // it is, as a report and a SARIF location need one.
+            let line = line.or_else(|| nearest_line_before(ctx, probe, file.as_deref()?));
             loc.function = function;
             loc.compiler_made = compiler_made;
             loc.file = file;
@@ -841,6 +845,21 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
             });
         }
     }
+}
+
+/// How far before an address with line 0 the line table is searched for a line.
+const LINE_ZERO_WINDOW: u64 = 256;
+
+/// The line of the last line-table row of `file` with a line, starting before `probe` (within
+/// [`LINE_ZERO_WINDOW`] bytes).
+fn nearest_line_before(ctx: &module::Context, probe: u64, file: &str) -> Option<u32> {
+    let rows = ctx
+        .find_location_range(probe.saturating_sub(LINE_ZERO_WINDOW), probe)
+        .ok()?;
+    rows.filter(|(addr, _, l)| *addr < probe && l.file == Some(file))
+        .filter_map(|(addr, _, l)| Some((addr, l.line.filter(|&n| n != 0)?)))
+        .max_by_key(|&(addr, _)| addr)
+        .map(|(_, line)| line)
 }
 
 /// Lower-case hex of a build-id.

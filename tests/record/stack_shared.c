@@ -5,7 +5,9 @@
  * neighbouring elements; `waves`: that twice, from two functions one after the other;
  * `deep`: a region forked twelve calls below the function that declares the array;
  * `captures`: a region that captures so many locals that clang passes some of them to the
- * runtime on the stack (pushed right before the fork call, below the body's stack pointer). */
+ * runtime on the stack (pushed right before the fork call, below the body's stack pointer);
+ * `merged`: each thread updates its element of one of two local arrays, chosen at run time;
+ * clang -O2 merges the two branches' updates into one load and store at line 0. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -117,6 +119,22 @@ static __attribute__((noinline)) long sum_captures(long n) {
     return hits[0] + hits[1];
 }
 
+static __attribute__((noinline)) long sum_merged(int second) {
+    _Alignas(64) long first_bins[2][4] = {{0}}; /* MERGED_LOCAL */
+    _Alignas(64) long second_bins[2][4] = {{0}};
+#pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num();
+        for (long i = 0; i < ROUNDS; i++) {
+            if (second)
+                second_bins[t][i & 3]++;
+            else
+                first_bins[t][i & 3]++;
+        }
+    }
+    return first_bins[0][0] + first_bins[1][1] + second_bins[0][2] + second_bins[1][3];
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "omp";
     long s = strcmp(mode, "padded") == 0     ? sum_padded()
@@ -124,6 +142,7 @@ int main(int argc, char **argv) {
              : strcmp(mode, "waves") == 0    ? wave_alpha() + wave_beta()
              : strcmp(mode, "deep") == 0     ? sum_deep()
              : strcmp(mode, "captures") == 0 ? sum_captures(ROUNDS)
+             : strcmp(mode, "merged") == 0   ? sum_merged(argc > 2)
                                              : sum_omp();
     printf("%s %ld\n", mode, s);
     return 0;
