@@ -515,6 +515,17 @@ impl MachineModel {
                 slot = match slot {
                     toml::Value::Table(t) => {
                         let last = depth + 1 == parts.len();
+                        // A path's limits may be set where the model has none yet (a path
+                        // another override creates, or a model without a bandwidth section).
+                        let new_limits = match depth {
+                            0 => *part == "bandwidth",
+                            1 => parts[0] == "bandwidth" && *part == "paths",
+                            2 => parts[..2] == ["bandwidth", "paths"],
+                            _ => false,
+                        };
+                        if !t.contains_key(*part) && !last && new_limits {
+                            t.insert(part.to_string(), toml::Value::Table(Default::default()));
+                        }
                         if !t.contains_key(*part) && !last {
                             let level = self.levels.iter().any(|l| l.name == *part);
                             return Err(bad(if depth == 0 && level {
@@ -555,6 +566,7 @@ impl MachineModel {
                 return Err(bad(e.message().trim().to_string()));
             }
         }
+        drop_stale_paths(&mut value, overrides, source_name);
         let text = toml::to_string(&value).map_err(|e| ModelError {
             source_name: source_name.into(),
             field: "(overrides)".into(),
@@ -655,6 +667,48 @@ impl fmt::Display for MachineModel {
     }
 }
 
+/// Drops the base model's limits of data paths that the overridden hierarchy no longer has
+/// (`levels.L2.shared=false` on a preset: its `L1-L1` path becomes `L2-L2`), with a warning;
+/// a limit an override sets itself is kept, and validation names it if its path is unknown.
+fn drop_stale_paths(value: &mut toml::Value, overrides: &[String], source_name: &str) {
+    let Ok(model) = value.clone().try_into::<MachineModel>() else {
+        return;
+    };
+    let known = model.path_names();
+    let set_here = |name: &str| {
+        overrides.iter().any(|o| {
+            o.split_once('=')
+                .map_or(o.as_str(), |(k, _)| k)
+                .trim()
+                .strip_prefix("bandwidth.paths.")
+                .is_some_and(|rest| rest == name || rest.starts_with(&format!("{name}.")))
+        })
+    };
+    let Some(paths) = value
+        .get_mut("bandwidth")
+        .and_then(|b| b.get_mut("paths"))
+        .and_then(toml::Value::as_table_mut)
+    else {
+        return;
+    };
+    let stale: Vec<String> = paths
+        .keys()
+        .filter(|name| !known.contains(name) && !set_here(name))
+        .cloned()
+        .collect();
+    for name in &stale {
+        paths.remove(name);
+    }
+    if !stale.is_empty() {
+        tracing::warn!(
+            "{source_name}: the overrides leave no data path {}; its bandwidth limits are \
+             dropped (this hierarchy has {})",
+            stale.join(", "),
+            known.join(", ")
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,6 +762,43 @@ mod tests {
         let m = MachineModel::from_toml(&base.replace("size = \"3M\"", "size = \"2880K\""), "t")
             .unwrap();
         assert_eq!(m.levels[1].sets(64), 3840);
+    }
+
+    #[test]
+    fn overrides_that_change_the_paths_keep_the_limits_that_still_apply() {
+        let base = MachineModel::load("ivybridge-4c").unwrap();
+        let limits = |m: &MachineModel| -> Vec<String> {
+            m.bandwidth
+                .as_ref()
+                .map(|b| b.paths.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        assert!(limits(&base).contains(&"L1-L1".to_string()));
+        // A private L2: the preset's L1-L1 limits have no path any more and go; the others stay.
+        let mut m = base.clone();
+        m.apply_overrides(&["levels.L2.shared=false".into()], "t")
+            .unwrap();
+        assert!(!m.levels[1].shared);
+        let kept = limits(&m);
+        assert!(!kept.contains(&"L1-L1".to_string()), "{kept:?}");
+        assert!(kept.contains(&"L1-L2".to_string()), "{kept:?}");
+        // Limits for the new path can be set in the same run, though the preset has none.
+        let mut m = base.clone();
+        m.apply_overrides(
+            &[
+                "levels.L2.shared=false".into(),
+                "bandwidth.paths.L2-L2.read_gbs=5".into(),
+            ],
+            "t",
+        )
+        .unwrap();
+        assert!(limits(&m).contains(&"L2-L2".to_string()));
+        // A limit set for a path the hierarchy does not have is still an error.
+        let e = base
+            .clone()
+            .apply_overrides(&["bandwidth.paths.L9-L9.read_gbs=5".into()], "t")
+            .unwrap_err();
+        assert!(e.reason.contains("no such path"), "{e}");
     }
 
     #[test]
