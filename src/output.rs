@@ -3,7 +3,8 @@
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -39,6 +40,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A symbolic link's target is replaced, not the link. Something that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a pipe) cannot be replaced: `write` writes to it directly.
 pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    refuse_to_replace_an_input(path)?;
     match Pending::new(path, write)? {
         Some(p) => p.commit(),
         None => Ok(()),
@@ -52,6 +54,7 @@ pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
 pub fn write_files(files: &[(&Path, &[u8])]) -> Result<()> {
     for (i, (path, _)) in files.iter().enumerate() {
         refuse_to_replace_a_trace(path)?;
+        refuse_to_replace_an_input(path)?;
         if files[..i].iter().any(|(p, _)| same_file(p, path)) {
             bail!("{} is given for two outputs", path.display());
         }
@@ -68,9 +71,35 @@ pub fn write_files(files: &[(&Path, &[u8])]) -> Result<()> {
     pending.into_iter().try_for_each(Pending::commit)
 }
 
-/// Whether two output paths name one file (the same path, or an existing file under two
-/// names).
-fn same_file(a: &Path, b: &Path) -> bool {
+/// The input files of this run that are not traces (a machine model, an audit config, a
+/// baseline): no output may replace them.
+static INPUTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Marks `path` as an input of this run (see [`write_files`]).
+pub fn protect_input(path: &Path) {
+    INPUTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(path.to_owned());
+}
+
+/// Refuses an output that is one of this run's inputs (`--json model.toml` after `--machine
+/// model.toml` would replace the model with the report).
+fn refuse_to_replace_an_input(path: &Path) -> Result<()> {
+    let inputs = INPUTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(input) = inputs.iter().find(|i| same_file(i, path)) {
+        bail!(
+            "refusing to overwrite {}: it is an input of this run ({}); give the output \
+             another file",
+            path.display(),
+            input.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file (the same path, or an existing file under two names).
+pub fn same_file(a: &Path, b: &Path) -> bool {
     let canonical = |p: &Path| std::fs::canonicalize(p).ok();
     a == b || canonical(a).is_some_and(|c| Some(c) == canonical(b))
 }

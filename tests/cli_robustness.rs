@@ -361,7 +361,12 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
         ),
         (
             "penalty_cycles = 0",
-            "penalty_cycles: must be a positive finite number",
+            "penalty_cycles: must be a number of cycles in 1e-6..=1e9",
+        ),
+        // So large that the costs overflow: the audit passed whatever it found.
+        (
+            "penalty_cycles = 1e308",
+            "penalty_cycles: must be a number of cycles in 1e-6..=1e9",
         ),
         (
             "predict_line_sizes = [0, 48]",
@@ -476,6 +481,81 @@ fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
         assert_exit_2(&cachescope(&args), says);
         assert!(!sarif.exists());
     }
+}
+
+#[test]
+fn an_output_given_the_file_of_an_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let model_text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("simulator/presets/ivybridge-4c.toml"),
+    )
+    .unwrap();
+    let model = file("model.toml", &model_text);
+    let ms = model.to_str().unwrap();
+    let config = file("audit.toml", "min_events = 1\n");
+    let cs = config.to_str().unwrap();
+    let baseline = file("base.txt", "# none accepted\n");
+    let bs = baseline.to_str().unwrap();
+    for args in [
+        vec!["simulate", ts, "--machine", ms, "--json", ms],
+        vec!["bandwidth", ts, "--machine", ms, "--json", ms],
+        vec!["audit", ts, "--machine", ms, "--sarif", ms],
+        vec!["audit", ts, "--config", cs, "--json", cs],
+        vec!["audit", ts, "--baseline", bs, "--json", bs],
+    ] {
+        assert_exit_2(&cachescope(&args), "it is an input of this run");
+    }
+    assert_eq!(std::fs::read_to_string(&model).unwrap(), model_text);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "min_events = 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&baseline).unwrap(),
+        "# none accepted\n"
+    );
+    // Writing the baseline that was read is how a baseline is updated.
+    let o = cachescope(&["audit", ts, "--baseline", bs, "--write-baseline", bs]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_ne!(
+        std::fs::read_to_string(&baseline).unwrap(),
+        "# none accepted\n"
+    );
+}
+
+#[test]
+fn sweeps_are_counted_before_they_are_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    // 200^4 = 1.6e9 configurations: building them first ran out of memory.
+    let values: Vec<String> = (1..=200).map(|v| v.to_string()).collect();
+    let sweep = format!("seed={}", values.join(","));
+    let mut args = vec!["simulate", t.to_str().unwrap()];
+    for _ in 0..4 {
+        args.extend(["--sweep", sweep.as_str()]);
+    }
+    // The same field four times is refused first; four different fields are counted.
+    assert_exit_2(&cachescope(&args), "the field is swept twice");
+    let fields = ["seed", "levels.L1.assoc", "levels.L2.assoc", "cores"];
+    let sweeps: Vec<String> = fields
+        .iter()
+        .map(|f| format!("{f}={}", values.join(",")))
+        .collect();
+    let mut args = vec!["simulate", t.to_str().unwrap()];
+    for s in &sweeps {
+        args.extend(["--sweep", s.as_str()]);
+    }
+    assert_exit_2(
+        &cachescope(&args),
+        "--sweep gives 200 x 200 x 200 x 200 configurations",
+    );
 }
 
 #[test]

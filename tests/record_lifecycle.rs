@@ -178,6 +178,16 @@ fn launchers_pass_the_recording_on_to_the_instrumented_program() {
 }
 
 #[test]
+fn a_trace_is_never_written_over_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let before = std::fs::read(&prog).unwrap();
+    let o = record(dir.path(), Some(&prog), &[prog.to_str().unwrap()]);
+    support::assert_exit_2(&o, "refusing to write the trace over the program");
+    assert_eq!(std::fs::read(&prog).unwrap(), before);
+}
+
+#[test]
 fn a_launcher_that_starts_no_instrumented_program_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     // Without --follow, an uninstrumented program that names none is refused at once.

@@ -84,10 +84,12 @@ impl AuditConfig {
             }
         }
         if let Some(v) = self.penalty_cycles {
-            if !(v.is_finite() && v > 0.0) {
+            // The machine model's range for τ: a larger one overflows the costs, and a
+            // finding whose cost is not finite would pass whatever it is.
+            if !(1e-6..=1e9).contains(&v) {
                 return bad(
                     "penalty_cycles",
-                    format!("must be a positive finite number, not {v}"),
+                    format!("must be a number of cycles in 1e-6..=1e9, not {v}"),
                 );
             }
         }

@@ -48,6 +48,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     }
     let config: AuditConfig = match &args.config {
         Some(p) => {
+            output::protect_input(p);
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
             let config: AuditConfig = toml::from_str(&text)
@@ -60,7 +61,17 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         None => AuditConfig::default(),
     };
     let baseline = match &args.baseline {
-        Some(p) => Some(read_baseline(p)?),
+        Some(p) => {
+            // Rewriting the baseline it read (`--baseline F --write-baseline F`) updates it.
+            if !args
+                .write_baseline
+                .as_deref()
+                .is_some_and(|w| output::same_file(w, p))
+            {
+                output::protect_input(p);
+            }
+            Some(read_baseline(p)?)
+        }
         None => None,
     };
     let repo_root = match &args.repo_root {
@@ -77,7 +88,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         Some(r) => std::path::absolute(r).context("--repo-root")?,
         None => std::env::current_dir().context("current directory")?,
     };
-    let model = MachineModel::load(&args.machine)?;
+    let model = crate::commands::load_machine(&args.machine)?;
     let machine = audit_machine(&model);
     let trace = TraceFile::open(&args.trace)?;
     tracing::info!(trace = %args.trace.display(), machine = %model.name, "auditing");

@@ -9,7 +9,7 @@ use cachescope_analysis::symbols::Symbolizer;
 use cachescope_schema::{OpenOptions, TraceFile};
 use cachescope_sim::bandwidth::{channels, BandwidthConfig};
 use cachescope_sim::{
-    simulate_exact_with_bandwidth, simulate_parallel_with_bandwidth, MachineModel, ThreadMapping,
+    simulate_exact_with_bandwidth, simulate_parallel_with_bandwidth, ThreadMapping,
 };
 
 use crate::cli::BandwidthArgs;
@@ -66,7 +66,7 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
     if a.sample_period == 0 {
         bail!("--sample-period must be at least 1");
     }
-    let mut model = MachineModel::load(&a.machine)?;
+    let mut model = crate::commands::load_machine(&a.machine)?;
     if !a.set.is_empty() {
         model.apply_overrides(&a.set, &a.machine)?;
     }

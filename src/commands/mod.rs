@@ -11,14 +11,25 @@ mod simulate;
 mod sweep;
 mod trace;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use cachescope_sim::MachineModel;
 
 use crate::cli::{Command, ImportCommand, TraceCommand};
 
 /// Exit code for bad input (unreadable, corrupt or inconsistent traces, bad arguments).
 pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// The machine model `--machine` names (a preset or a file); a file is an input no output of
+/// the run may replace.
+pub fn load_machine(name: &str) -> Result<MachineModel> {
+    if Path::new(name).is_file() {
+        crate::output::protect_input(Path::new(name));
+    }
+    Ok(MachineModel::load(name)?)
+}
 
 /// Runs a parsed command.
 pub fn run(command: Command) -> Result<ExitCode> {

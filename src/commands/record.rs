@@ -35,6 +35,12 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             PathBuf::from(format!("{name}.cstrace"))
         }
     };
+    if crate::output::same_file(&output, &program) {
+        bail!(
+            "refusing to write the trace over the program {}: give -o another file",
+            program.display()
+        );
+    }
     let exe = std::env::current_exe().context("locating the cachescope executable")?;
     let opts = RecordOptions {
         program: program.clone(),

@@ -19,7 +19,7 @@ use crate::progress::Progress;
 /// Runs `cachescope simulate`.
 pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
     let parallel = a.engine.parallel_config()?;
-    let mut model = MachineModel::load(&a.machine)?;
+    let mut model = crate::commands::load_machine(&a.machine)?;
     if !a.set.is_empty() {
         model.apply_overrides(&a.set, &a.machine)?;
     }

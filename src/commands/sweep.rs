@@ -29,13 +29,19 @@ fn parse(spec: &str) -> Result<Sweep> {
     let Some((key, values)) = spec.split_once('=') else {
         bail!("--sweep {spec:?}: expected KEY=V1,V2,..., e.g. levels.L1.size=16K,32K,64K");
     };
-    let values: Vec<String> = values
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect();
-    if key.trim().is_empty() || values.is_empty() {
-        bail!("--sweep {spec:?}: expected KEY=V1,V2,..., e.g. levels.L1.size=16K,32K,64K");
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    if key.trim().is_empty() || values.iter().any(String::is_empty) {
+        bail!(
+            "--sweep {spec:?}: expected KEY=V1,V2,... with no empty value, e.g. \
+             levels.L1.size=16K,32K,64K"
+        );
+    }
+    if let Some(v) = values
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+    {
+        bail!("--sweep {spec:?}: value {v:?} is given twice");
     }
     Ok(Sweep {
         key: key.trim().to_string(),
@@ -90,13 +96,30 @@ pub fn run(
         .iter()
         .map(|s| parse(s))
         .collect::<Result<Vec<_>>>()?;
-    let configs = combinations(&sweeps);
-    if configs.len() > MAX_CONFIGS {
-        bail!(
-            "--sweep gives {} configurations; at most {MAX_CONFIGS} per command",
-            configs.len()
-        );
+    // Two sweeps of one field would give configurations whose last value silently wins.
+    for (i, s) in sweeps.iter().enumerate() {
+        if sweeps[..i].iter().any(|t| t.key == s.key) {
+            bail!(
+                "--sweep {}: the field is swept twice; give all its values in one --sweep \
+                 (KEY=V1,V2,...)",
+                s.key
+            );
+        }
     }
+    // Counted before any is built: a few long value lists multiply to billions.
+    let count = sweeps
+        .iter()
+        .try_fold(1usize, |n, s| n.checked_mul(s.values.len()))
+        .filter(|&n| n <= MAX_CONFIGS);
+    if count.is_none() {
+        let product = sweeps
+            .iter()
+            .map(|s| s.values.len().to_string())
+            .collect::<Vec<_>>()
+            .join(" x ");
+        bail!("--sweep gives {product} configurations; at most {MAX_CONFIGS} per command");
+    }
+    let configs = combinations(&sweeps);
     let models = configs
         .iter()
         .map(|c| {
@@ -241,5 +264,9 @@ mod tests {
         assert!(parse("levels.L1.size").is_err());
         assert!(parse("levels.L1.size=").is_err());
         assert!(parse("=16K").is_err());
+        // An empty or repeated value is a mistake, not a configuration to skip or run twice.
+        assert!(parse("levels.L1.size=16K,,32K").is_err());
+        assert!(parse("levels.L1.size=16K,").is_err());
+        assert!(parse("levels.L1.size=16K,32K,16K").is_err());
     }
 }
