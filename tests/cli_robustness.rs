@@ -387,6 +387,48 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
 }
 
 #[test]
+fn a_fifo_that_nobody_writes_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(ok.success());
+    let f = fifo.to_str().unwrap();
+    // Opening a FIFO without a writer blocks: the reader must look before it opens.
+    for args in [
+        vec!["trace", "verify", f],
+        vec!["trace", "info", f],
+        vec!["simulate", f],
+        vec!["audit", f],
+    ] {
+        let o = Command::new("timeout")
+            .arg("20")
+            .arg(support::cachescope())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_exit_2(&o, "not a regular file");
+    }
+    // Nor are the other inputs read from one, or from a device without end.
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    for args in [
+        vec!["audit", ts, "--baseline", f],
+        vec!["audit", ts, "--config", f],
+        vec!["audit", ts, "--machine", f],
+        vec!["simulate", ts, "--machine", "/dev/zero"],
+        vec!["audit", ts, "--baseline", "/dev/zero"],
+    ] {
+        let o = Command::new("timeout")
+            .arg("20")
+            .arg(support::cachescope())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_exit_2(&o, "not a regular file");
+    }
+}
+
+#[test]
 fn a_trace_through_a_pipe_is_refused_at_once_and_an_early_closed_pipe_is_no_error() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

@@ -48,21 +48,11 @@ impl TraceFile {
     /// Opens a trace with the given options. Reads every frame once to check its CRC and
     /// build the chunk index; event data is decoded later, on demand.
     pub fn open_with(path: &Path, options: OpenOptions) -> Result<Self> {
-        let file = File::open(path).map_err(|e| TraceError::io(&e).at_path(path))?;
-        let meta = file
+        let file = open_regular(path)?;
+        let file_len = file
             .metadata()
-            .map_err(|e| TraceError::io(&e).at_path(path))?;
-        if !meta.is_file() {
-            // Chunks are read at their offsets, on demand: a pipe would fail later, at the
-            // first chunk, with "Illegal seek".
-            return Err(TraceError::new(
-                ErrorKind::Usage,
-                "not a regular file (a pipe, device or directory): traces are read at random \
-                 offsets, so save the trace to a file first",
-            )
-            .at_path(path));
-        }
-        let file_len = meta.len();
+            .map_err(|e| TraceError::io(&e).at_path(path))?
+            .len();
         let s = scan(BufReader::with_capacity(1 << 20, &file), false, |_, _| {});
         let damage = s.damage.map(|d| d.at_path(path));
         let Some(header) = s.header else {
@@ -440,4 +430,20 @@ impl Iterator for ThreadEvents {
             }
         }
     }
+}
+
+/// Opens `path` for reading if it is a regular file. It is looked at first: opening a FIFO
+/// that no process writes would wait forever. Chunks are read at their offsets, on demand, so
+/// a pipe would fail later anyway, at the first chunk, with "Illegal seek".
+pub(crate) fn open_regular(path: &Path) -> Result<File> {
+    let meta = std::fs::metadata(path).map_err(|e| TraceError::io(&e).at_path(path))?;
+    if !meta.is_file() {
+        return Err(TraceError::new(
+            ErrorKind::Usage,
+            "not a regular file (a pipe, device or directory): traces are read at random \
+             offsets, so save the trace to a file first",
+        )
+        .at_path(path));
+    }
+    File::open(path).map_err(|e| TraceError::io(&e).at_path(path))
 }

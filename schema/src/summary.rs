@@ -1,7 +1,6 @@
 //! What `trace info` and `trace verify` report about a trace.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
@@ -176,7 +175,7 @@ impl VerifyReport {
 /// Decodes every chunk of the file at `path`, checks every frame, count and checksum, then
 /// replays the sync events. Only failing to open the file is an `Err`; damage is reported.
 pub fn verify_file(path: &Path) -> Result<VerifyReport> {
-    let file = File::open(path).map_err(|e| TraceError::io(&e).at_path(path))?;
+    let file = crate::reader::open_regular(path)?;
     let file_bytes = file
         .metadata()
         .map_err(|e| TraceError::io(&e).at_path(path))?

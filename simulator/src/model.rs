@@ -241,6 +241,19 @@ pub const MAX_CORES: u32 = 64;
 /// (tags, replacement, classification), so 1 GiB of 64-byte lines costs under 1 GiB.
 pub const MAX_LEVEL_BYTES: u64 = 1 << 30;
 
+/// Largest machine model file read (presets are about 1 KiB).
+const MAX_MODEL_BYTES: u64 = 1 << 20;
+
+/// Largest number of lines the whole hierarchy may hold: every core's private levels plus the
+/// shared ones (two 1 GiB levels of 64-byte lines; a model of 8-byte lines or many cores
+/// reaches it with less). The per-line state of all of them stays within about 1.5 GB.
+pub const MAX_TOTAL_LINES: u64 = 1 << 25;
+
+/// Largest associativity: a lookup compares every way of a set, so the work per access grows
+/// with it (16 M ways took minutes for 65 K accesses). 4096 ways make a 256 KiB level of
+/// 64-byte lines fully associative.
+pub const MAX_ASSOC: u32 = 4096;
+
 const PRESETS: [(&str, &str); 2] = [
     ("ivybridge-4c", include_str!("../presets/ivybridge-4c.toml")),
     ("cachegrind", include_str!("../presets/cachegrind.toml")),
@@ -261,13 +274,36 @@ impl MachineModel {
             return Self::host();
         }
         let path = Path::new(name_or_path);
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError {
+        let err = |reason: String| ModelError {
             source_name: name_or_path.to_string(),
             field: "(file)".into(),
-            reason: format!(
+            reason,
+        };
+        // Looked at before it is opened or read: a FIFO would wait for a writer, a device
+        // like /dev/zero would be read without end.
+        let meta = std::fs::metadata(path).map_err(|e| {
+            err(format!(
                 "{e}; not a file, and not a preset ({})",
                 preset_names().join(", ")
-            ),
+            ))
+        })?;
+        if !meta.is_file() {
+            return Err(err(
+                "not a regular file (a directory, pipe or device)".into()
+            ));
+        }
+        if meta.len() > MAX_MODEL_BYTES {
+            return Err(err(format!(
+                "{} bytes; a machine model is a small TOML file (at most {MAX_MODEL_BYTES} bytes)",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            err(format!(
+                "not UTF-8 text (the first bad byte is at offset {})",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Self::from_toml(&text, name_or_path)
     }
@@ -341,8 +377,11 @@ impl MachineModel {
             if self.levels[..i].iter().any(|o| o.name == l.name) {
                 return bad(f("name"), format!("{:?} is used twice", l.name));
             }
-            if l.assoc == 0 {
-                return bad(f("assoc"), "must be at least 1".into());
+            if l.assoc == 0 || l.assoc > MAX_ASSOC {
+                return bad(
+                    f("assoc"),
+                    format!("must be in 1..={MAX_ASSOC}, not {}", l.assoc),
+                );
             }
             if l.size > MAX_LEVEL_BYTES {
                 return bad(
@@ -401,6 +440,25 @@ impl MachineModel {
                     "an exclusive (victim) level must be write-back".into(),
                 );
             }
+        }
+        let total_lines: u64 = self
+            .levels
+            .iter()
+            .map(|l| {
+                let copies = if l.shared { 1 } else { u64::from(self.cores) };
+                l.lines(self.line_size).saturating_mul(copies)
+            })
+            .fold(0, u64::saturating_add);
+        if total_lines > MAX_TOTAL_LINES {
+            return bad(
+                "levels".into(),
+                format!(
+                    "the hierarchy holds {total_lines} lines in all ({} cores' private levels \
+                     and the shared ones, of {} bytes); the simulator's limit is \
+                     {MAX_TOTAL_LINES}: fewer cores, smaller levels or longer lines",
+                    self.cores, self.line_size
+                ),
+            );
         }
         if let Some(bw) = &self.bandwidth {
             // Positive, and within bounds no machine comes near, so that no estimate
@@ -762,6 +820,36 @@ mod tests {
         let m = MachineModel::from_toml(&base.replace("size = \"3M\"", "size = \"2880K\""), "t")
             .unwrap();
         assert_eq!(m.levels[1].sets(64), 3840);
+    }
+
+    #[test]
+    fn models_whose_state_or_lookups_would_not_fit_are_refused() {
+        let base = MachineModel::load("ivybridge-4c").unwrap();
+        let refused = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            base.clone().apply_overrides(&sets, "t").unwrap_err()
+        };
+        // 64 cores with a private 1 GiB level: 2^30 lines, which took 4.8 GB and aborted.
+        let e = refused(&["cores=64", "levels.L1.size=1G"]);
+        assert_eq!(e.field, "levels", "{e}");
+        assert!(e.reason.contains("lines in all (64 cores"), "{e}");
+        // 8-byte lines: one 1 GiB level is 2^27 lines.
+        let e = refused(&["line_size=8", "levels.L2.size=1G", "levels.L2.assoc=16"]);
+        assert_eq!(e.field, "levels", "{e}");
+        // 16 M ways: minutes per few thousand accesses.
+        let e = refused(&["levels.L2.size=1G", "levels.L2.assoc=16777216"]);
+        assert_eq!(e.field, "levels[1].assoc", "{e}");
+        // At the limits, accepted.
+        let mut m = base.clone();
+        m.apply_overrides(
+            &[
+                "cores=1".into(),
+                "levels.L1.size=1G".into(),
+                "levels.L1.assoc=4096".into(),
+            ],
+            "t",
+        )
+        .unwrap();
     }
 
     #[test]

@@ -49,8 +49,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     let config: AuditConfig = match &args.config {
         Some(p) => {
             output::protect_input(p);
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text = crate::input::read_text_named(p, "the audit config")?;
             let config: AuditConfig = toml::from_str(&text)
                 .with_context(|| format!("{}: invalid audit config", p.display()))?;
             config
@@ -185,7 +184,7 @@ fn baseline_text(report: &AuditReport) -> String {
 /// The fingerprints of a baseline file (lower case; a byte-order mark, blank lines and `#`
 /// comments are skipped).
 fn read_baseline(p: &Path) -> Result<BTreeSet<String>> {
-    let text = std::fs::read_to_string(p).with_context(|| {
+    let text = crate::input::read_text(p).with_context(|| {
         format!(
             "reading the baseline {}{}",
             p.display(),
