@@ -17,6 +17,11 @@ use tempfile::NamedTempFile;
 
 /// Temporary files being written, removed on an interruption.
 static REGISTERED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Temporary directories (`calibrate`'s benchmarks), removed on an interruption.
+static DIRECTORIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Child processes (`calibrate`'s benchmarks), killed on an interruption: they would run on,
+/// at full speed, after `cachescope` is gone.
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 /// Starts the signal thread, once per process.
 static WATCH: Once = Once::new();
@@ -46,6 +51,59 @@ impl Drop for Partial {
     }
 }
 
+/// A temporary directory, removed if the process is interrupted while this lives.
+pub struct PartialDir(PathBuf);
+
+impl PartialDir {
+    /// Registers `path` (a directory the caller removes itself when done).
+    pub fn register(path: &std::path::Path) -> PartialDir {
+        WATCH.call_once(watch_signals);
+        lock(&DIRECTORIES).push(path.to_path_buf());
+        PartialDir(path.to_path_buf())
+    }
+}
+
+impl Drop for PartialDir {
+    fn drop(&mut self) {
+        lock(&DIRECTORIES).retain(|p| p != &self.0);
+    }
+}
+
+/// A running child process, killed if `cachescope` is interrupted while this lives.
+pub struct PartialChild(u32);
+
+impl PartialChild {
+    /// Registers the child with process id `pid`.
+    pub fn register(pid: u32) -> PartialChild {
+        WATCH.call_once(watch_signals);
+        lock(&CHILDREN).push(pid);
+        PartialChild(pid)
+    }
+}
+
+impl Drop for PartialChild {
+    fn drop(&mut self) {
+        lock(&CHILDREN).retain(|&p| p != self.0);
+    }
+}
+
+/// `command`'s output, like [`std::process::Command::output`], with the child killed if
+/// `cachescope` is interrupted meanwhile.
+pub fn output_of(command: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let _registered = PartialChild::register(child.id());
+    child.wait_with_output()
+}
+
+/// A registry; a panic while it was locked leaves a valid list, so poisoning is ignored.
+fn lock<T>(m: &'static Mutex<Vec<T>>) -> std::sync::MutexGuard<'static, Vec<T>> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The registry; a panic while it was locked leaves a valid list, so poisoning is ignored.
 fn registered() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     REGISTERED.lock().unwrap_or_else(PoisonError::into_inner)
@@ -73,6 +131,17 @@ fn watch_signals() {
                 for p in registered().drain(..) {
                     // Already renamed into place, or never created: nothing to remove.
                     let _ = std::fs::remove_file(p);
+                }
+                for pid in lock(&CHILDREN).drain(..) {
+                    // `kill(1)`: sending a signal to another process needs no unsafe code
+                    // that way; the child may have ended already.
+                    let _ = std::process::Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
+                for d in lock(&DIRECTORIES).drain(..) {
+                    let _ = std::fs::remove_dir_all(d);
                 }
                 std::process::exit(128 + sig);
             }

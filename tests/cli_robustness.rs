@@ -631,6 +631,52 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}
+
+#[test]
+fn an_interrupted_calibration_kills_its_benchmark_and_removes_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The benchmark itself, not gcc compiling it (whose command line names the directory too).
+    let needle = format!("{}/", tmp.path().to_str().unwrap());
+    let bench = "false_sharing_bench\04294967296000";
+    // Far more operations than it could finish: the benchmark runs until it is killed.
+    let mut child = Command::new(support::cachescope())
+        .args([
+            "calibrate",
+            "--false-sharing",
+            "--ops",
+            "4294967296000",
+            "--repetitions",
+            "1",
+        ])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the benchmark to start", || processes_mentioning(bench) > 0);
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    wait_for("the benchmark to end", || {
+        processes_mentioning(&needle) == 0
+    });
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
 #[test]
 fn an_interrupted_write_leaves_no_temporary_file_and_the_old_output() {
     use std::io::Write;

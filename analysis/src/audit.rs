@@ -742,12 +742,17 @@ fn object_name(b: &BlockEstimate, line: u64, symbols: &mut Symbolizer) -> Object
 /// to every block).
 const FUNDAMENTAL_ALIGNMENT: u64 = 16;
 
+/// Alignment of the stack at a call on x86-64 (the System V ABI): a recorded frame, and every
+/// local in it, can only land elsewhere by a multiple of it.
+const STACK_ALIGNMENT: u64 = 16;
+
 /// Whether `layout` shifts the object holding block `b` by an amount the object's alignment
 /// rules out: such a predicted layout cannot happen. A global's alignment is the one declared
 /// in the DWARF (`alignas(64)` keeps it on a line boundary, whatever the link order); a heap
 /// block's is the one the program asked for (`aligned_alloc(64, n)`, recorded in the trace),
-/// and at least [`FUNDAMENTAL_ALIGNMENT`] for blocks that large. A global without DWARF or
-/// declared alignment keeps every shift.
+/// and at least [`FUNDAMENTAL_ALIGNMENT`] for blocks that large; a stack object's is its
+/// declared one and at least [`STACK_ALIGNMENT`]. A global without DWARF or declared
+/// alignment keeps every shift.
 fn shift_breaks_alignment(layout: Layout, b: &BlockEstimate, symbols: &mut Symbolizer) -> bool {
     if layout.shift == 0 {
         return false;
@@ -757,10 +762,13 @@ fn shift_breaks_alignment(layout: Layout, b: &BlockEstimate, symbols: &mut Symbo
             let fundamental = (h.size >= FUNDAMENTAL_ALIGNMENT).then_some(FUNDAMENTAL_ALIGNMENT);
             h.align.map(Alignment::bytes).max(fundamental)
         }
-        None => match stack_local(b, symbols) {
-            Some(local) => local.align,
-            None => symbols.declared_alignment(b.sample_addr),
-        },
+        // A stack frame moves as a whole, by multiples of the 16 bytes the x86-64 ABI keeps
+        // the stack aligned to at every call (a deeper call chain, a longer environment).
+        None if b.stack.is_some() => {
+            let declared = stack_local(b, symbols).and_then(|local| local.align);
+            declared.max(Some(STACK_ALIGNMENT))
+        }
+        None => symbols.declared_alignment(b.sample_addr),
     };
     align.is_some_and(|a| !layout.shift.is_multiple_of(a))
 }

@@ -5,6 +5,9 @@
 //! are true sharing, not false.
 
 use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine, AuditReport, FindingKind};
+use cachescope_analysis::heap::HeapMap;
+use cachescope_analysis::pluto::{estimate_trace, Layout};
+use cachescope_analysis::stack::StackMap;
 use cachescope_schema::{
     Access, AccessKind, CodePos, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter,
 };
@@ -415,4 +418,64 @@ fn the_set_up_of_a_next_wave_is_not_concurrent_with_that_wave() {
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
     assert_eq!(kinds(&r), [], "{r:#?}");
+}
+
+#[test]
+fn a_line_is_named_by_the_data_stored_to_most_not_by_a_neighbour_written_once() {
+    // Thread 0 writes the first word of the line once (a thread handle, say); the threads'
+    // counters 16 and 24 bytes further are written a thousand times: they name the line.
+    let base = 0x7fff_0000_1000;
+    let mut first = vec![access(AccessKind::Store, base, 8, 0x40_1030)];
+    first.extend(counters(base + 16, 0));
+    let (_dir, t) = trace(vec![first, counters(base + 16, 1)]);
+    let r = audit_of(&t);
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::FalseSharing, "unknown")],
+        "{r:#?}"
+    );
+    // The address that names the object (a global's symbol, a local's variable).
+    let layout = Layout {
+        line_size: 64,
+        shift: 0,
+    };
+    let reports = estimate_trace(&t, &[layout], &mut HeapMap::new(), &mut StackMap::new()).unwrap();
+    let samples: Vec<u64> = reports[0].blocks.iter().map(|b| b.sample_addr).collect();
+    assert_eq!(samples, [base + 16]);
+}
+
+#[test]
+fn stack_memory_is_predicted_only_at_shifts_the_stack_alignment_allows() {
+    let stack = 0x7ffd_0000_1000;
+    let frames = [frame(0x40_3000, stack, stack + 0x200)];
+    // Thread 0's counter 8 bytes into a line, thread 1's at the next line: only a shift of
+    // 56 bytes puts them on one 64-byte line, and a stack frame moves by multiples of 16.
+    let base = stack + 0x80;
+    let mut main: Vec<Event> = frames.to_vec();
+    main.extend(counters(base + 8, 0));
+    let (_dir, t) = trace(vec![main, counters(base + 56, 1)]);
+    let config = AuditConfig {
+        min_events: 100,
+        min_time_share: 0.0,
+        min_line_fraction: 0.0,
+        simulate: false,
+        predict_line_sizes: Vec::new(),
+        ..AuditConfig::default()
+    };
+    let machine = AuditMachine {
+        line_size: 64,
+        penalty_cycles: 100.0,
+        ipc: 1.0,
+    };
+    let r = audit(&t, machine, None, &config).unwrap();
+    assert_eq!(kinds(&r), [], "{r:#?}");
+    // The same memory outside any recorded frame may land anywhere: latent at that shift.
+    let (_dir, t) = trace(vec![counters(base + 8, 0), counters(base + 56, 1)]);
+    let r = audit(&t, machine, None, &config).unwrap();
+    assert_eq!(
+        kinds(&r),
+        [(FindingKind::LatentFalseSharing, "unknown")],
+        "{r:#?}"
+    );
+    assert_eq!(r.findings[0].layout.shift, 56);
 }

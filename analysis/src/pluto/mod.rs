@@ -173,6 +173,25 @@ impl Piece {
     }
 }
 
+/// Offset of the slot of `b` stored to most by all threads together (the lowest of equals).
+fn hottest_store(b: &BlockCounts) -> Option<u32> {
+    let mut stores: Vec<(u32, u64)> = b
+        .threads
+        .values()
+        .flat_map(|t| t.by_slot.iter().map(|(&(offset, _), &(_, n))| (offset, n)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    stores.sort_unstable_by_key(|&(offset, _)| offset);
+    let mut best: Option<(u32, u64)> = None;
+    for group in stores.chunk_by(|a, b| a.0 == b.0) {
+        let total: u64 = group.iter().map(|&(_, n)| n).sum();
+        if best.is_none_or(|(_, most)| total > most) {
+            best = Some((group[0].0, total));
+        }
+    }
+    best.map(|(offset, _)| offset)
+}
+
 /// Records wider than this many blocks are counted into their blocks at once (see
 /// [`Estimator::detailed_blocks`]).
 const WIDE_RECORD_BLOCKS: u64 = 4;
@@ -186,6 +205,9 @@ struct DetailedBlock {
     threads: Vec<ThreadId>,
     /// Accesses per site, by site.
     sites: Vec<(SiteKey, u64)>,
+    /// Offset in the block of the byte stored to most (all threads; the lowest of equals), if
+    /// any was: it names the block's data object.
+    hottest_store: Option<u32>,
 }
 
 /// The estimates for one block over the whole run.
@@ -193,8 +215,9 @@ struct DetailedBlock {
 pub struct BlockEstimate {
     /// Block start address (in the recorded address space: the shift is undone).
     pub block: u64,
-    /// A representative address inside the block, for naming the data object: the lowest
-    /// written in the segment that first counted it, else the lowest accessed.
+    /// A representative address inside the block, for naming the data object: in the
+    /// segment that first counted it, the byte stored to most (the lowest of equals), else the
+    /// lowest written, else the lowest accessed.
     pub sample_addr: u64,
     /// That segment's number (counted from 1).
     #[serde(skip)]
@@ -455,6 +478,7 @@ impl Estimator {
                 phi,
                 theta,
                 threads: b.threads.keys().copied().collect(),
+                hottest_store: hottest_store(&b),
                 sites: b.sites.into_iter().collect(),
             }
         };
@@ -521,7 +545,17 @@ impl Estimator {
             if phi + crossing == 0 {
                 return;
             }
-            let sample = if t.store { t.store_addr } else { t.first_addr };
+            // The object the threads store to most names the block, not a neighbour written
+            // once on the same line (a thread handle next to the workers' counters); without
+            // counts, the lowest address written, else accessed.
+            let hottest = b.and_then(|d| d.hottest_store);
+            let sample = match hottest {
+                Some(offset) => block
+                    .wrapping_add(u64::from(offset))
+                    .wrapping_sub(layout.shift),
+                None if t.store => t.store_addr,
+                None => t.first_addr,
+            };
             let held = heap.lookup_in_segment(sample);
             let frame = held.is_none().then(|| stacks.lookup(sample)).flatten();
             let key = (block, ObjectKey::of(held.as_ref(), frame.as_ref(), sample));

@@ -144,10 +144,12 @@ type Measured = (Option<[u32; 2]>, ModeTimes, ModeTimes);
 
 /// Runs the benchmark and takes the medians of its output.
 fn measure(exe: &Path, ops: u64, reps: u32) -> Result<Measured> {
-    let out = Command::new(exe)
-        .args([ops.to_string(), LINES.to_string(), reps.to_string()])
-        .output()
-        .with_context(|| format!("running {}", exe.display()))?;
+    let out = crate::partial::output_of(Command::new(exe).args([
+        ops.to_string(),
+        LINES.to_string(),
+        reps.to_string(),
+    ]))
+    .with_context(|| format!("running {}", exe.display()))?;
     if !out.status.success() {
         bail!(
             "{} failed ({}): {}",

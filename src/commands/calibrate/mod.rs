@@ -86,6 +86,7 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
     let base = MachineModel::load(&machine)
         .with_context(|| format!("loading base machine model {machine:?}"))?;
     let dir = tempfile::tempdir().context("creating a temporary directory for the benchmarks")?;
+    let _dir_on_interrupt = crate::partial::PartialDir::register(dir.path());
 
     let bw = match args.bandwidth {
         true => Some(bandwidth::measure(args, &base, dir.path())?),
@@ -246,13 +247,13 @@ fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Result<PathB
         exe.display(),
         src.display()
     );
-    let out = match Command::new("gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .output()
-    {
+    let out = match crate::partial::output_of(
+        Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src),
+    ) {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
             "gcc not found: calibrate compiles its benchmark ({name}.c) with gcc at run time; \
@@ -283,6 +284,7 @@ fn run_bench(exe: &Path, args: &[String], timeout: Duration) -> Result<String> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
+    let _killed_on_interrupt = crate::partial::PartialChild::register(child.id());
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = Vec::new();
