@@ -647,7 +647,7 @@ fn an_interrupted_calibration_kills_its_benchmark_and_removes_its_files() {
     let tmp = tempfile::tempdir().unwrap();
     // The benchmark itself, not gcc compiling it (whose command line names the directory too).
     let needle = format!("{}/", tmp.path().to_str().unwrap());
-    let bench = "false_sharing_bench\04294967296000";
+    let bench = "false_sharing_bench\x004294967296000";
     // Far more operations than it could finish: the benchmark runs until it is killed.
     let mut child = Command::new(support::cachescope())
         .args([
