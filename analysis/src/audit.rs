@@ -263,6 +263,13 @@ pub struct TrueSharing {
     pub false_events: u64,
     /// Threads involved.
     pub threads: Vec<ThreadId>,
+    /// Simulated false-sharing coherence misses on the object's lines (None: not simulated).
+    /// Pluto's worst cases can cancel out where one field is exchanged and its neighbour only
+    /// read (a hot atomic counter next to read-mostly data); the replay still counts the
+    /// misses of the readers that only needed the neighbour.
+    pub simulated_false: Option<u64>,
+    /// Simulated true-sharing coherence misses on them.
+    pub simulated_true: Option<u64>,
 }
 
 impl AuditReport {
@@ -423,7 +430,13 @@ pub fn audit(
             findings.push(f);
         }
     }
-    let true_sharing = true_sharing(&reports[0], &mut symbols, config);
+    let true_sharing = true_sharing(
+        &reports[0],
+        &mut symbols,
+        config,
+        simulated.as_deref(),
+        line,
+    );
     // Latent: objects clean (below the event threshold) under the recorded layout, above it
     // under some predicted layout; the worst predicted layout is reported.
     let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
@@ -513,28 +526,45 @@ fn true_sharing(
     report: &PlutoReport,
     symbols: &mut Symbolizer,
     config: &AuditConfig,
+    log: Option<&[(CoherenceKey, u64)]>,
+    line: u64,
 ) -> Vec<TrueSharing> {
-    let mut by_object: BTreeMap<ObjectName, TrueSharing> = BTreeMap::new();
+    let mut by_object: BTreeMap<ObjectName, (TrueSharing, BTreeSet<u64>)> = BTreeMap::new();
     for b in report.blocks.iter().filter(|b| b.theta > 0) {
         let name = object_name(b, report.layout.line_size, symbols);
-        let e = by_object
-            .entry(name.clone())
-            .or_insert_with(|| TrueSharing {
+        let (e, lines) = by_object.entry(name.clone()).or_insert_with(|| {
+            let t = TrueSharing {
                 object: name,
                 exchanges: 0,
                 false_events: 0,
                 threads: Vec::new(),
-            });
+                simulated_false: None,
+                simulated_true: None,
+            };
+            (t, BTreeSet::new())
+        });
         e.exchanges += b.theta;
         e.false_events += b.phi_prime;
         e.threads.extend(b.threads.iter().copied());
+        lines.insert(b.block & !(line - 1));
     }
     let mut out: Vec<TrueSharing> = by_object
         .into_values()
-        .filter(|t| t.exchanges >= config.min_events && t.false_events < config.min_events)
-        .map(|mut t| {
+        .filter(|(t, _)| t.exchanges >= config.min_events && t.false_events < config.min_events)
+        .map(|(mut t, lines)| {
             t.threads.sort_unstable();
             t.threads.dedup();
+            if let Some(log) = log {
+                let on_lines = log.iter().filter(|(k, _)| lines.contains(&k.line));
+                let (fals, tru) = on_lines.fold((0, 0), |(f, t), (k, n)| {
+                    if k.false_sharing {
+                        (f + n, t)
+                    } else {
+                        (f, t + n)
+                    }
+                });
+                (t.simulated_false, t.simulated_true) = (Some(fals), Some(tru));
+            }
             t
         })
         .collect();

@@ -479,3 +479,41 @@ fn stack_memory_is_predicted_only_at_shifts_the_stack_alignment_allows() {
     );
     assert_eq!(r.findings[0].layout.shift, 56);
 }
+
+#[test]
+fn true_sharing_next_to_read_mostly_data_shows_the_replays_false_misses() {
+    // Both threads increment one counter (true sharing) and read the word next to it, which
+    // no one writes: the reads after the other thread's increment miss on a line whose bytes
+    // they did not need changed.
+    let base = 0x7fff_0000_2000;
+    let worker = |t: u64| -> Vec<Event> {
+        (0..REPS)
+            .flat_map(|_| {
+                [
+                    access(AccessKind::Load, base, 8, 0x40_2000 + t),
+                    access(AccessKind::Load, base + 48, 8, 0x40_2010 + t),
+                    access(AccessKind::Store, base + 48, 8, 0x40_2020 + t),
+                ]
+            })
+            .collect()
+    };
+    let (_dir, t) = trace(vec![worker(0), worker(1)]);
+    let config = AuditConfig {
+        min_events: 100,
+        min_time_share: 0.0,
+        min_line_fraction: 0.0,
+        ..AuditConfig::default()
+    };
+    let machine = AuditMachine {
+        line_size: 64,
+        penalty_cycles: 100.0,
+        ipc: 1.0,
+    };
+    let model = cachescope_sim::MachineModel::load("ivybridge-4c").unwrap();
+    let r = audit(&t, machine, Some(&model), &config).unwrap();
+    assert_eq!(kinds(&r), [], "{r:#?}");
+    assert_eq!(r.true_sharing.len(), 1, "{r:#?}");
+    let ts = &r.true_sharing[0];
+    assert!(ts.simulated_true.is_some_and(|n| n > 0), "{ts:#?}");
+    assert!(ts.simulated_false.is_some_and(|n| n > 0), "{ts:#?}");
+}

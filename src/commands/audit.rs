@@ -381,6 +381,19 @@ pub fn render(
             thousands(t.exchanges),
             t.threads
         );
+        // The estimate's worst cases can cancel where the replay still sees false sharing
+        // (a hot atomic next to data the other threads only read): say so.
+        if let (Some(fals), Some(tru)) = (t.simulated_false, t.simulated_true) {
+            if fals > 0 {
+                let _ = writeln!(
+                    o,
+                    "   simulated: {} false-sharing and {} true-sharing L1 coherence misses on \
+                     its lines: data read next to the exchanged data shares their lines",
+                    thousands(fals),
+                    thousands(tru)
+                );
+            }
+        }
     }
     let count = |kind: FindingKind, exceeding: bool| {
         r.findings
