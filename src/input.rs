@@ -1,7 +1,9 @@
 //! Reading the small text files a command takes besides its trace (an audit config, a
-//! baseline): only regular files of bounded size, so that `/dev/zero` or a FIFO given by
-//! mistake is an error at once rather than a read without end or a wait for a writer.
+//! baseline): at most [`MAX_TEXT_INPUT_BYTES`], so that `/dev/zero` given by mistake is an
+//! error at once rather than a read without end. Any kind of file is read: `/dev/null` is an
+//! empty baseline, and `<(git show main:baseline.txt)` a pipe.
 
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -9,19 +11,15 @@ use anyhow::{bail, Context, Result};
 /// Largest text input read: a baseline of a million findings is about 40 MB.
 const MAX_TEXT_INPUT_BYTES: u64 = 64 << 20;
 
-/// The contents of the regular file `path`, as UTF-8 text.
+/// The contents of `path`, as UTF-8 text.
 pub fn read_text(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        bail!("not a regular file (a directory, pipe or device)");
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_TEXT_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_TEXT_INPUT_BYTES {
+        bail!("more than {MAX_TEXT_INPUT_BYTES} bytes; a text input is not that large");
     }
-    if meta.len() > MAX_TEXT_INPUT_BYTES {
-        bail!(
-            "{} bytes; at most {MAX_TEXT_INPUT_BYTES} are read from a text input",
-            meta.len()
-        );
-    }
-    let bytes = std::fs::read(path)?;
     String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "not UTF-8 text (the first bad byte is at offset {})",

@@ -9,6 +9,7 @@
 //! the default action. The target itself is never touched: it keeps its previous content.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -22,6 +23,9 @@ static DIRECTORIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Child processes (`calibrate`'s benchmarks), killed on an interruption: they would run on,
 /// at full speed, after `cachescope` is gone.
 static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Set when an interruption is being handled: a child that died of it is not a failure to
+/// report (the process is about to exit with 128 + the signal).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Starts the signal thread, once per process.
 static WATCH: Once = Once::new();
@@ -95,8 +99,21 @@ pub fn output_of(command: &mut std::process::Command) -> std::io::Result<std::pr
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
-    let _registered = PartialChild::register(child.id());
-    child.wait_with_output()
+    let registered = PartialChild::register(child.id());
+    let out = child.wait_with_output();
+    drop(registered);
+    wait_if_interrupted();
+    out
+}
+
+/// Waits for the exit when an interruption is being handled (a child killed by it must not
+/// be reported as failed, with exit 2, before the process exits with 128 + the signal).
+pub fn wait_if_interrupted() {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
 }
 
 /// A registry; a panic while it was locked leaves a valid list, so poisoning is ignored.
@@ -128,6 +145,7 @@ fn watch_signals() {
             };
             let _ = ready.send(Ok(()));
             if let Some(sig) = signals.forever().next() {
+                INTERRUPTED.store(true, Ordering::SeqCst);
                 for p in registered().drain(..) {
                     // Already renamed into place, or never created: nothing to remove.
                     let _ = std::fs::remove_file(p);

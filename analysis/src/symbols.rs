@@ -41,7 +41,7 @@ use tracing::{debug, warn};
 
 use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::StackSlot;
-use locals::LocalVar;
+use locals::{FrameRegister, LocalVar};
 use module::{DebugSearch, LoadedModule};
 pub use path::{file_uri, relative_path};
 use source::SourceLines;
@@ -644,13 +644,20 @@ impl Symbolizer {
             ),
             None => (None, None, None, None),
         };
+        let locals = self.frame_locals(slot.site.addr());
         // Locals placed relative to the stack pointer are relative to the body's, above the
-        // call's own pushed arguments.
-        let sp = match slot.sp.checked_add(self.pushed_at(slot.site.addr())) {
+        // call's own pushed arguments (the code is read only for frames that have such).
+        let by_sp = locals.iter().any(|v| v.register == FrameRegister::Sp);
+        let pushed = if by_sp {
+            self.pushed_at(slot.site.addr())
+        } else {
+            0
+        };
+        let sp = match slot.sp.checked_add(pushed) {
             Some(sp) if sp < slot.cfa => sp,
             _ => slot.sp,
         };
-        let local = self.frame_locals(slot.site.addr()).iter().find_map(|v| {
+        let local = locals.iter().find_map(|v| {
             let base = v.address(sp, slot.cfa);
             let inside = match v.size {
                 Some(size) => base <= slot.addr && slot.addr < base.saturating_add(size),

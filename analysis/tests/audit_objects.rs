@@ -442,6 +442,15 @@ fn a_line_is_named_by_the_data_stored_to_most_not_by_a_neighbour_written_once() 
     let reports = estimate_trace(&t, &[layout], &mut HeapMap::new(), &mut StackMap::new()).unwrap();
     let samples: Vec<u64> = reports[0].blocks.iter().map(|b| b.sample_addr).collect();
     assert_eq!(samples, [base + 16]);
+    // Comparable counts (a schedule's 3:1) keep the lowest written: the name must not follow
+    // the schedule from run to run.
+    let mut second = counters(base + 8, 1);
+    second.extend(counters(base + 8, 1));
+    second.extend(counters(base + 8, 1));
+    let (_dir, t) = trace(vec![counters(base, 0), second]);
+    let reports = estimate_trace(&t, &[layout], &mut HeapMap::new(), &mut StackMap::new()).unwrap();
+    let samples: Vec<u64> = reports[0].blocks.iter().map(|b| b.sample_addr).collect();
+    assert_eq!(samples, [base]);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -279,26 +280,22 @@ impl MachineModel {
             field: "(file)".into(),
             reason,
         };
-        // Looked at before it is opened or read: a FIFO would wait for a writer, a device
-        // like /dev/zero would be read without end.
-        let meta = std::fs::metadata(path).map_err(|e| {
-            err(format!(
-                "{e}; not a file, and not a preset ({})",
-                preset_names().join(", ")
-            ))
-        })?;
-        if !meta.is_file() {
-            return Err(err(
-                "not a regular file (a directory, pipe or device)".into()
-            ));
-        }
-        if meta.len() > MAX_MODEL_BYTES {
+        // Read up to a bound: a device like /dev/zero would be read without end. Any kind of
+        // file is read (a process substitution `<(…)` is a pipe).
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_MODEL_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| {
+                err(format!(
+                    "{e}; not a file, and not a preset ({})",
+                    preset_names().join(", ")
+                ))
+            })?;
+        if bytes.len() as u64 > MAX_MODEL_BYTES {
             return Err(err(format!(
-                "{} bytes; a machine model is a small TOML file (at most {MAX_MODEL_BYTES} bytes)",
-                meta.len()
+                "more than {MAX_MODEL_BYTES} bytes; a machine model is a small TOML file"
             )));
         }
-        let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|e| {
             err(format!(
                 "not UTF-8 text (the first bad byte is at offset {})",

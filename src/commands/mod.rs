@@ -25,7 +25,9 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 /// The machine model `--machine` names (a preset or a file); a file is an input no output of
 /// the run may replace.
 pub fn load_machine(name: &str) -> Result<MachineModel> {
-    if Path::new(name).is_file() {
+    // A preset's name (or `host`) loads the preset even where a file has that name.
+    let preset = name == "host" || cachescope_sim::model::preset_names().contains(&name);
+    if !preset && Path::new(name).is_file() {
         crate::output::protect_input(Path::new(name));
     }
     Ok(MachineModel::load(name)?)

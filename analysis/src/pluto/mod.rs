@@ -173,7 +173,16 @@ impl Piece {
     }
 }
 
-/// Offset of the slot of `b` stored to most by all threads together (the lowest of equals).
+/// How many times more stores the most-stored byte of a block needs than its lowest written
+/// one to name the block instead. Counts that depend on the schedule (two counters one thread
+/// each, `schedule(dynamic)`) must not change the name, and so the fingerprint, from run to
+/// run or segment to segment: only a neighbour written rarely (a thread handle written once
+/// next to counters written 100,000 times) gives way.
+const HOTTEST_STORE_MARGIN: u64 = 16;
+
+/// Offset of the slot of `b` stored to most by all threads together (the lowest of equals),
+/// when it has [`HOTTEST_STORE_MARGIN`] times the stores of the lowest slot stored to; else
+/// `None` (the lowest address written names the block).
 fn hottest_store(b: &BlockCounts) -> Option<u32> {
     let mut stores: Vec<(u32, u64)> = b
         .threads
@@ -182,14 +191,18 @@ fn hottest_store(b: &BlockCounts) -> Option<u32> {
         .filter(|&(_, n)| n > 0)
         .collect();
     stores.sort_unstable_by_key(|&(offset, _)| offset);
-    let mut best: Option<(u32, u64)> = None;
-    for group in stores.chunk_by(|a, b| a.0 == b.0) {
-        let total: u64 = group.iter().map(|&(_, n)| n).sum();
-        if best.is_none_or(|(_, most)| total > most) {
-            best = Some((group[0].0, total));
+    let totals: Vec<(u32, u64)> = stores
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|group| (group[0].0, group.iter().map(|&(_, n)| n).sum()))
+        .collect();
+    let &(_, lowest) = totals.first()?;
+    let mut best = totals[0];
+    for &(offset, total) in &totals[1..] {
+        if total > best.1 {
+            best = (offset, total);
         }
     }
-    best.map(|(offset, _)| offset)
+    (best.1 >= lowest.saturating_mul(HOTTEST_STORE_MARGIN)).then_some(best.0)
 }
 
 /// Records wider than this many blocks are counted into their blocks at once (see
@@ -216,8 +229,8 @@ pub struct BlockEstimate {
     /// Block start address (in the recorded address space: the shift is undone).
     pub block: u64,
     /// A representative address inside the block, for naming the data object: in the
-    /// segment that first counted it, the byte stored to most (the lowest of equals), else the
-    /// lowest written, else the lowest accessed.
+    /// segment that first counted it, the lowest written, else the lowest accessed; unless
+    /// another byte was stored to far more often (see `hottest_store`).
     pub sample_addr: u64,
     /// That segment's number (counted from 1).
     #[serde(skip)]

@@ -19,7 +19,7 @@
 use std::path::PathBuf;
 
 use addr2line::gimli;
-use gimli::{BaseAddresses, EhFrame, UnwindSection};
+use gimli::{BaseAddresses, EhFrame, UnwindContext, UnwindSection};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
 use object::{Object, ObjectSection, SectionKind};
 
@@ -53,7 +53,7 @@ impl CallSites {
             return None;
         }
         let ret = site.checked_add(1)?;
-        let start = function_start(&file, site)?;
+        let (start, body) = function_start(&file, site)?;
         let section = file.sections().find(|s| {
             s.kind() == SectionKind::Text
                 && s.address() <= start
@@ -62,12 +62,19 @@ impl CallSites {
         let data = section.data().ok()?;
         let from = usize::try_from(start - section.address()).ok()?;
         let to = usize::try_from(ret - section.address()).ok()?;
-        pushed_before(data.get(from..to)?, start, ret)
+        pushed_before(data.get(from..to)?, start, body, ret)
     }
 }
 
-/// The start of the function holding link-time address `pc`, from its `.eh_frame` entry.
-fn function_start(file: &object::File<'_>, pc: u64) -> Option<u64> {
+/// Bytes between two changes of the call frame information within a prologue (its pushes
+/// and frame allocation are consecutive instructions of at most a few bytes each).
+const PROLOGUE_STEP: u64 = 16;
+
+/// The start of the function holding link-time address `pc`, from its `.eh_frame` entry, and
+/// the end of its prologue: where the first run of closely spaced changes of its call frame
+/// information ends. A frame allocated with a push (`push %rax` for 8 bytes of locals) must
+/// not count as an argument pushed for a call that follows it directly.
+fn function_start(file: &object::File<'_>, pc: u64) -> Option<(u64, u64)> {
     let section = file.section_by_name(".eh_frame")?;
     let data = section.data().ok()?;
     let endian = if file.is_little_endian() {
@@ -80,12 +87,23 @@ fn function_start(file: &object::File<'_>, pc: u64) -> Option<u64> {
     let fde = eh
         .fde_for_address(&bases, pc, EhFrame::cie_from_offset)
         .ok()?;
-    Some(fde.initial_address())
+    let start = fde.initial_address();
+    let mut ctx = Box::new(UnwindContext::new());
+    let mut rows = fde.rows(&eh, &bases, &mut ctx).ok()?;
+    let mut body = start;
+    while let Ok(Some(row)) = rows.next_row() {
+        if row.start_address() > body.saturating_add(PROLOGUE_STEP) {
+            break;
+        }
+        body = row.start_address();
+    }
+    Some((start, body))
 }
 
 /// Bytes pushed right before the call that returns to `ret`, given the code from the
-/// function's start `start` to `ret`; `None` when that code does not end with a call.
-pub(crate) fn pushed_before(code: &[u8], start: u64, ret: u64) -> Option<u64> {
+/// function's start `start` to `ret`; instructions before `body` (the prologue) never count.
+/// `None` when that code does not end with a call.
+pub(crate) fn pushed_before(code: &[u8], start: u64, body: u64, ret: u64) -> Option<u64> {
     let mut decoder = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
     let mut instructions = Vec::new();
     while decoder.can_decode() {
@@ -106,7 +124,7 @@ pub(crate) fn pushed_before(code: &[u8], start: u64, ret: u64) -> Option<u64> {
     }
     let mut pushed = 0u64;
     for i in before.iter().rev() {
-        if i.flow_control() != FlowControl::Next {
+        if i.flow_control() != FlowControl::Next || i.ip() < body {
             break;
         }
         let writes_rsp = i.op_count() > 0
@@ -138,7 +156,7 @@ mod tests {
     const CALL: [u8; 5] = [0xe8, 0, 0, 0, 0];
 
     fn pushed(code: &[u8]) -> Option<u64> {
-        pushed_before(code, 0x1000, 0x1000 + code.len() as u64)
+        pushed_before(code, 0x1000, 0x1000, 0x1000 + code.len() as u64)
     }
 
     /// clang's fork of a region with eight captured variables (from a real build).
@@ -173,6 +191,15 @@ mod tests {
         }
         // A call with nothing pushed.
         assert_eq!(pushed(&[&[0x48, 0x89, 0xe9][..], &CALL].concat()), Some(0));
+    }
+
+    #[test]
+    fn the_prologue_is_not_walked_into() {
+        // clang's frame of 8 bytes: push %rax; mov %rsp,%rcx; call.
+        let code = [&[0x50, 0x48, 0x89, 0xe1][..], &CALL].concat();
+        assert_eq!(pushed_before(&code, 0x1000, 0x1001, 0x1009), Some(0));
+        // Without the prologue's end, the push would count.
+        assert_eq!(pushed(&code), Some(8));
     }
 
     #[test]

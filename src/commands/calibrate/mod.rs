@@ -284,7 +284,7 @@ fn run_bench(exe: &Path, args: &[String], timeout: Duration) -> Result<String> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
-    let _killed_on_interrupt = crate::partial::PartialChild::register(child.id());
+    let killed_on_interrupt = crate::partial::PartialChild::register(child.id());
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = Vec::new();
@@ -312,6 +312,9 @@ fn run_bench(exe: &Path, args: &[String], timeout: Duration) -> Result<String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // Reaped: its process id may be reused from here on.
+    drop(killed_on_interrupt);
+    crate::partial::wait_if_interrupted();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
     if !status.success() {
