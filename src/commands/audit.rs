@@ -382,9 +382,10 @@ pub fn render(
             t.threads
         );
         // The estimate's worst cases can cancel where the replay still sees false sharing
-        // (a hot atomic next to data the other threads only read): say so.
+        // (a hot atomic next to data the other threads only read): say so when it is as
+        // much as a finding needs.
         if let (Some(fals), Some(tru)) = (t.simulated_false, t.simulated_true) {
-            if fals > 0 {
+            if fals > 0 && fals >= r.config.min_events {
                 let _ = writeln!(
                     o,
                     "   simulated: {} false-sharing and {} true-sharing L1 coherence misses on \
