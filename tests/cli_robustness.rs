@@ -386,6 +386,16 @@ fn audit_settings_out_of_range_exit_2_instead_of_passing() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
+/// `cachescope ARGS`, killed after a minute (a command waiting on a FIFO would never end).
+fn within_a_minute(args: &[&str]) -> std::process::Output {
+    Command::new("timeout")
+        .arg("60")
+        .arg(support::cachescope())
+        .args(args)
+        .output()
+        .expect("run timeout")
+}
+
 #[test]
 fn a_fifo_trace_is_refused_at_once_and_text_inputs_are_read_to_a_bound() {
     let dir = tempfile::tempdir().unwrap();
@@ -400,13 +410,7 @@ fn a_fifo_trace_is_refused_at_once_and_text_inputs_are_read_to_a_bound() {
         vec!["simulate", f],
         vec!["audit", f],
     ] {
-        let o = Command::new("timeout")
-            .arg("20")
-            .arg(support::cachescope())
-            .args(&args)
-            .output()
-            .unwrap();
-        assert_exit_2(&o, "not a regular file");
+        assert_exit_2(&within_a_minute(&args), "not a regular file");
     }
     // The small text inputs are read from anything (a process substitution is a pipe), but
     // not without end.
@@ -417,13 +421,7 @@ fn a_fifo_trace_is_refused_at_once_and_text_inputs_are_read_to_a_bound() {
         vec!["audit", ts, "--baseline", "/dev/zero"],
         vec!["audit", ts, "--config", "/dev/zero"],
     ] {
-        let o = Command::new("timeout")
-            .arg("60")
-            .arg(support::cachescope())
-            .args(&args)
-            .output()
-            .unwrap();
-        assert_exit_2(&o, "more than");
+        assert_exit_2(&within_a_minute(&args), "more than");
     }
     // /dev/null: an empty baseline accepts nothing; the trace's false sharing fails.
     let o = cachescope(&["audit", ts, "--baseline", "/dev/null"]);
