@@ -1,4 +1,5 @@
-//! Temporary output files that an interruption must not leave behind.
+//! Temporary output files, directories and child processes that an interruption must not
+//! leave behind.
 //!
 //! Outputs are written to a hidden temporary file next to their target and renamed over it
 //! when complete (`output::replace_with`). Dropping the temporary file removes it, but Ctrl-C,
@@ -7,8 +8,10 @@
 //! From the first such file on, a thread waits for those signals; on one it removes every
 //! file still registered and exits with 128 + the signal number, the status a shell shows for
 //! the default action. The target itself is never touched: it keeps its previous content.
+//! `calibrate` registers its benchmarks' directory and each benchmark it runs the same way:
+//! killed (they would run on at full speed after `cachescope` is gone) and removed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
 
@@ -60,7 +63,7 @@ pub struct PartialDir(PathBuf);
 
 impl PartialDir {
     /// Registers `path` (a directory the caller removes itself when done).
-    pub fn register(path: &std::path::Path) -> PartialDir {
+    pub fn register(path: &Path) -> PartialDir {
         WATCH.call_once(watch_signals);
         lock(&DIRECTORIES).push(path.to_path_buf());
         PartialDir(path.to_path_buf())
@@ -121,9 +124,9 @@ fn lock<T>(m: &'static Mutex<Vec<T>>) -> std::sync::MutexGuard<'static, Vec<T>> 
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The registry; a panic while it was locked leaves a valid list, so poisoning is ignored.
+/// The registry of temporary files.
 fn registered() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    REGISTERED.lock().unwrap_or_else(PoisonError::into_inner)
+    lock(&REGISTERED)
 }
 
 /// Spawns the thread that cleans up on SIGINT, SIGTERM and SIGHUP and waits until it has
