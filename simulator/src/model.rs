@@ -340,6 +340,10 @@ impl MachineModel {
                 reason,
             })
         };
+        // The name heads every report and names `BASE-calibrated` models.
+        if self.name.trim().is_empty() {
+            return bad("name".into(), "must not be empty".into());
+        }
         if !(1..=MAX_CORES).contains(&self.cores) {
             return bad(
                 "cores".into(),
@@ -608,6 +612,13 @@ impl MachineModel {
                 };
             }
             let raw = raw.trim();
+            // Digits only, yet no i64: a float would silently stand for it.
+            if !raw.is_empty()
+                && raw.bytes().all(|b| b.is_ascii_digit())
+                && raw.parse::<i64>().is_err()
+            {
+                return Err(bad(format!("{raw} is too large for an integer setting")));
+            }
             *slot = raw
                 .parse::<i64>()
                 .map(toml::Value::Integer)
@@ -884,6 +895,21 @@ mod tests {
             .apply_overrides(&["bandwidth.paths.L9-L9.read_gbs=5".into()], "t")
             .unwrap_err();
         assert!(e.reason.contains("no such path"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_name_or_an_integer_too_large_is_refused() {
+        let base = MachineModel::load("ivybridge-4c").unwrap();
+        let e = base
+            .clone()
+            .apply_overrides(&["name=".into()], "t")
+            .unwrap_err();
+        assert_eq!(e.field, "name", "{e}");
+        let e = base
+            .clone()
+            .apply_overrides(&["levels.L1.size=18446744073709551616".into()], "t")
+            .unwrap_err();
+        assert!(e.reason.contains("too large for an integer"), "{e}");
     }
 
     #[test]
