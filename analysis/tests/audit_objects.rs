@@ -60,6 +60,15 @@ fn created_counters(base: u64, t: u64) -> Vec<Event> {
     v
 }
 
+/// 64-byte lines, τ = 100 cycles, IPC 1.
+fn machine() -> AuditMachine {
+    AuditMachine {
+        line_size: 64,
+        penalty_cycles: 100.0,
+        ipc: 1.0,
+    }
+}
+
 fn audit_of(trace: &TraceFile) -> AuditReport {
     let config = AuditConfig {
         min_events: 100,
@@ -68,11 +77,7 @@ fn audit_of(trace: &TraceFile) -> AuditReport {
         simulate: false,
         ..AuditConfig::default()
     };
-    let machine = AuditMachine {
-        line_size: 64,
-        penalty_cycles: 100.0,
-        ipc: 1.0,
-    };
+    let machine = machine();
     audit(trace, machine, None, &config).unwrap()
 }
 
@@ -471,11 +476,7 @@ fn stack_memory_is_predicted_only_at_shifts_the_stack_alignment_allows() {
         predict_line_sizes: Vec::new(),
         ..AuditConfig::default()
     };
-    let machine = AuditMachine {
-        line_size: 64,
-        penalty_cycles: 100.0,
-        ipc: 1.0,
-    };
+    let machine = machine();
     let r = audit(&t, machine, None, &config).unwrap();
     assert_eq!(kinds(&r), [], "{r:#?}");
     // The same memory outside any recorded frame may land anywhere: latent at that shift.
@@ -513,11 +514,7 @@ fn true_sharing_next_to_read_mostly_data_shows_the_replays_false_misses() {
         min_line_fraction: 0.0,
         ..AuditConfig::default()
     };
-    let machine = AuditMachine {
-        line_size: 64,
-        penalty_cycles: 100.0,
-        ipc: 1.0,
-    };
+    let machine = machine();
     let model = cachescope_sim::MachineModel::load("ivybridge-4c").unwrap();
     let r = audit(&t, machine, Some(&model), &config).unwrap();
     assert_eq!(kinds(&r), [], "{r:#?}");

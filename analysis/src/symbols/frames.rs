@@ -53,7 +53,7 @@ impl CallSites {
             return None;
         }
         let ret = site.checked_add(1)?;
-        let (start, body) = function_start(&file, site)?;
+        let (start, body) = function_and_body_start(&file, site)?;
         let section = file.sections().find(|s| {
             s.kind() == SectionKind::Text
                 && s.address() <= start
@@ -74,7 +74,7 @@ const PROLOGUE_STEP: u64 = 16;
 /// the end of its prologue: where the first run of closely spaced changes of its call frame
 /// information ends. A frame allocated with a push (`push %rax` for 8 bytes of locals) must
 /// not count as an argument pushed for a call that follows it directly.
-fn function_start(file: &object::File<'_>, pc: u64) -> Option<(u64, u64)> {
+fn function_and_body_start(file: &object::File<'_>, pc: u64) -> Option<(u64, u64)> {
     let section = file.section_by_name(".eh_frame")?;
     let data = section.data().ok()?;
     let endian = if file.is_little_endian() {
