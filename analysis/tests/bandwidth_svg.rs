@@ -1,4 +1,5 @@
-//! The bandwidth plots on a hand-made timeline: which files are written and that each names
+//! The bandwidth analysis and its plots on a hand-made timeline: what the summary names as
+//! dominant, and for the plots which files are written and that each names
 //! what a reader needs (titles, axes, legends, limits, bars), and that empty or idle runs and
 //! unwritable directories are handled without panics.
 
@@ -264,6 +265,30 @@ fn plots_name_everything_a_reader_needs() {
             "<rect",
         ],
     );
+}
+
+#[test]
+fn the_dominant_data_path_is_never_the_alu() {
+    // Thread 1's 1,000 FLOPs in 200 units need five times the ALU's rate (800 units added);
+    // the memory reads add 200 (thread 0's per-core limit) and less at the merge point.
+    let a = events_analysis(&[
+        (0, &[(100, 200, 0), (5, 200, 0)]),
+        (1, &[(10, 200, 0), (30, 200, 0), (0, 200, 1000)]),
+    ]);
+    let added = |name: &str| {
+        a.total
+            .parts
+            .iter()
+            .find(|p| p.channel == name)
+            .map_or(0.0, |p| p.added_seconds)
+    };
+    assert!(
+        added("ALU flops") > added("L2-mem read") && added("L2-mem read") > 0.0,
+        "{:#?}",
+        a.total
+    );
+    assert_eq!(a.program.dominant.as_deref(), Some("ALU flops"));
+    assert_eq!(a.program.dominant_path.as_deref(), Some("L2-mem read"));
 }
 
 #[test]

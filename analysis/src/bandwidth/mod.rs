@@ -69,7 +69,8 @@ pub struct ProgramSummary {
     /// What adds the most time summed over threads (a limit, or the page faults), if
     /// anything adds time.
     pub dominant: Option<String>,
-    /// The data path limit (not page faults) that adds the most time summed over threads.
+    /// The data path limit that adds the most time summed over threads (not the ALU,
+    /// instruction issue or page faults).
     pub dominant_path: Option<String>,
 }
 
@@ -226,6 +227,13 @@ pub fn analyse(
         seconds_per_unit: spu,
     };
     let channel_names: Vec<String> = report.channels.iter().map(|c| c.name.clone()).collect();
+    // The limits on data paths: not the ALU, instruction issue or page faults.
+    let data_paths: Vec<&str> = report
+        .channels
+        .iter()
+        .filter(|c| report.series[c.series].path_index.is_some())
+        .map(|c| c.name.as_str())
+        .collect();
 
     let mut total = Breakdown::default();
     let threads: Vec<ThreadSummary> = report
@@ -262,7 +270,7 @@ pub fn analyse(
             ThreadSummary {
                 thread: t.thread,
                 core: t.core,
-                dominant: most_added(&breakdown, true),
+                dominant: most_added(&breakdown, |_| true),
                 breakdown,
             }
         })
@@ -408,8 +416,8 @@ pub fn analyse(
             segments: report.program.segments,
             peak_seconds: report.program.peak_units * spu,
             estimated_seconds: report.program.estimated_units * spu,
-            dominant: most_added(&total, true),
-            dominant_path: most_added(&total, false),
+            dominant: most_added(&total, |_| true),
+            dominant_path: most_added(&total, |c| data_paths.contains(&c)),
         },
         threads,
         total,
@@ -435,12 +443,12 @@ fn add_breakdown(total: &mut Breakdown, b: &Breakdown) {
     }
 }
 
-/// The part that adds the most time (first on ties), if any adds time; page faults count only
-/// with `faults`.
-fn most_added(b: &Breakdown, faults: bool) -> Option<String> {
+/// The part that adds the most time (first on ties) among those whose channel `counts`, if
+/// any adds time.
+fn most_added(b: &Breakdown, counts: impl Fn(&str) -> bool) -> Option<String> {
     b.parts
         .iter()
-        .filter(|p| p.added_seconds > 0.0 && (faults || p.channel != PAGE_FAULTS))
+        .filter(|p| p.added_seconds > 0.0 && counts(&p.channel))
         .fold(None::<&BreakdownPart>, |best, p| match best {
             Some(q) if q.added_seconds >= p.added_seconds => Some(q),
             _ => Some(p),
