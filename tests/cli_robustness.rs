@@ -598,6 +598,17 @@ fn sweeps_are_counted_before_they_are_built() {
         &cachescope(&args),
         "--sweep gives 200 x 200 x 200 x 200 configurations",
     );
+    // One size written two ways would run the same replay twice and show it as two results.
+    let o = cachescope(&[
+        "simulate",
+        t.to_str().unwrap(),
+        "--sweep",
+        "levels.L1.size=16K,32K,16384",
+    ]);
+    assert_exit_2(
+        &o,
+        "configurations levels.L1.size=16K and levels.L1.size=16384 give the same model",
+    );
 }
 
 #[test]

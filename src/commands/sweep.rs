@@ -129,6 +129,17 @@ pub fn run(
             Ok(m)
         })
         .collect::<Result<Vec<_>>>()?;
+    // Values written two ways (`16K,16384`) give one model twice: the same replay run twice
+    // and shown as two results.
+    for (i, m) in models.iter().enumerate() {
+        if let Some(j) = models[..i].iter().position(|earlier| earlier == m) {
+            bail!(
+                "--sweep configurations {} and {} give the same model; give each value once",
+                configs[j].join(" "),
+                configs[i].join(" ")
+            );
+        }
+    }
     let mapping = ThreadMapping::parse(&a.map)?;
     let progress = Progress::start(
         &format!("simulating {} configurations", models.len()),
