@@ -33,6 +33,7 @@ fn summary_json_and_plots_are_deterministic() {
     let t = t.to_str().unwrap();
     let o = cachescope(&["bandwidth", t]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("one window"), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     for needle in [
         "Program: estimated",
@@ -142,6 +143,20 @@ fn the_parallel_engine_gives_the_same_analysis() {
     assert_exit_2(
         &cachescope(&["bandwidth", "/nonexistent/x.cstrace", "--threads", "2"]),
         "--threads is an option of --engine parallel",
+    );
+}
+
+#[test]
+fn a_window_as_long_as_the_run_is_named_in_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = stencil(dir.path());
+    // Its curves show the run's average spread over a window ten thousand times as long.
+    let o = cachescope(&["bandwidth", t.to_str().unwrap(), "--window", "10000000000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: one window covers the whole run (--window 10000000000"),
+        "{}",
+        stderr(&o)
     );
 }
 

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use cachescope_analysis::bandwidth::{analyse, svg, text, BandwidthAnalysis};
 use cachescope_analysis::symbols::Symbolizer;
 use cachescope_schema::{OpenOptions, TraceFile};
-use cachescope_sim::bandwidth::{channels, BandwidthConfig};
+use cachescope_sim::bandwidth::{channels, BandwidthConfig, BandwidthReport};
 use cachescope_sim::{
     simulate_exact_with_bandwidth, simulate_parallel_with_bandwidth, ThreadMapping,
 };
@@ -94,7 +94,31 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
         Some(p) => simulate_parallel_with_bandwidth(&trace, &model, &mapping, p, cfg)?,
     };
     drop(progress);
+    warn_if_one_window(&report);
     let mut symbols = Symbolizer::new(trace.modules());
     let root = std::env::current_dir().context("current directory")?;
     Ok(analyse(&report, &model.name, &mut symbols, &root))
+}
+
+/// A window as long as the run leaves one window: the curves are the run's average spread
+/// over W (a fraction of it where W is longer) and no limit can dominate any part of the run.
+fn warn_if_one_window(report: &BandwidthReport) {
+    let windows = report.threads.iter().map(|t| t.windows).max().unwrap_or(0);
+    let busy = report
+        .threads
+        .iter()
+        .map(|t| t.busy_units)
+        .max()
+        .unwrap_or(0);
+    if windows == 1 && busy > 0 {
+        eprintln!(
+            "warning: one window covers the whole run (--window {} {}, the busiest thread \
+             runs {} of them), so the curves show one average and the estimate cannot see \
+             phases that need more bandwidth; give a window of a small part of the run \
+             (default 200)",
+            report.window,
+            report.time_unit.name(),
+            output::thousands(busy)
+        );
+    }
 }
