@@ -632,7 +632,8 @@ impl MachineModel {
                 return Err(bad(e.message().trim().to_string()));
             }
         }
-        drop_stale_paths(&mut value, overrides, source_name);
+        let before: Vec<&str> = self.levels.iter().map(|l| l.name.as_str()).collect();
+        drop_stale_paths(&mut value, &before, overrides, source_name);
         let text = toml::to_string(&value).map_err(|e| ModelError {
             source_name: source_name.into(),
             field: "(overrides)".into(),
@@ -733,14 +734,43 @@ impl fmt::Display for MachineModel {
     }
 }
 
-/// Drops the base model's limits of data paths that the overridden hierarchy no longer has
+/// Carries the base model's limits over to renamed levels (`levels.L2.name=LLC`: `L1-L2`
+/// becomes `L1-LLC`) and drops those of data paths that the overridden hierarchy no longer has
 /// (`levels.L2.shared=false` on a preset: its `L1-L1` path becomes `L2-L2`), with a warning;
 /// a limit an override sets itself is kept, and validation names it if its path is unknown.
-fn drop_stale_paths(value: &mut toml::Value, overrides: &[String], source_name: &str) {
+/// `before`: the base model's level names.
+fn drop_stale_paths(
+    value: &mut toml::Value,
+    before: &[&str],
+    overrides: &[String],
+    source_name: &str,
+) {
     let Ok(model) = value.clone().try_into::<MachineModel>() else {
         return;
     };
     let known = model.path_names();
+    // Level i's name before and after, where the overrides renamed it (and kept the count).
+    let renamed: Vec<(&str, &str)> = if before.len() == model.levels.len() {
+        before
+            .iter()
+            .zip(&model.levels)
+            .filter(|(old, new)| **old != new.name)
+            .map(|(old, new)| (*old, new.name.as_str()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let rename = |path: &str| -> Option<String> {
+        let (upper, lower) = path.split_once('-')?;
+        let map = |end: &str| {
+            renamed
+                .iter()
+                .find(|(old, _)| *old == end)
+                .map_or(end.to_string(), |(_, new)| new.to_string())
+        };
+        let moved = format!("{}-{}", map(upper), map(lower));
+        (moved != path && known.contains(&moved)).then_some(moved)
+    };
     let set_here = |name: &str| {
         overrides.iter().any(|o| {
             o.split_once('=')
@@ -762,9 +792,27 @@ fn drop_stale_paths(value: &mut toml::Value, overrides: &[String], source_name: 
         .filter(|name| !known.contains(name) && !set_here(name))
         .cloned()
         .collect();
-    for name in &stale {
-        paths.remove(name);
+    let mut dropped = Vec::new();
+    for name in stale {
+        let Some(limits) = paths.remove(&name) else {
+            continue;
+        };
+        match rename(&name) {
+            // What an override sets for the new name wins over the carried value.
+            Some(moved) => {
+                let merged = match (limits, paths.remove(&moved)) {
+                    (toml::Value::Table(mut carried), Some(toml::Value::Table(set))) => {
+                        carried.extend(set);
+                        toml::Value::Table(carried)
+                    }
+                    (carried, _) => carried,
+                };
+                paths.insert(moved, merged);
+            }
+            None => dropped.push(name),
+        }
     }
+    let stale = dropped;
     if !stale.is_empty() {
         tracing::warn!(
             "{source_name}: the overrides leave no data path {}; its bandwidth limits are \
@@ -895,6 +943,30 @@ mod tests {
             .apply_overrides(&["bandwidth.paths.L9-L9.read_gbs=5".into()], "t")
             .unwrap_err();
         assert!(e.reason.contains("no such path"), "{e}");
+    }
+
+    #[test]
+    fn a_renamed_level_keeps_its_paths_limits() {
+        let base = MachineModel::load("ivybridge-4c").unwrap();
+        let b = base.bandwidth.as_ref().unwrap();
+        let (l1_l2, l2_mem) = (b.paths["L1-L2"].clone(), b.paths["L2-mem"].clone());
+        let mut m = base.clone();
+        m.apply_overrides(
+            &[
+                "levels.L2.name=LLC".into(),
+                "bandwidth.paths.LLC-mem.read_gbs=7".into(),
+            ],
+            "t",
+        )
+        .unwrap();
+        let paths = &m.bandwidth.as_ref().unwrap().paths;
+        let names: Vec<&String> = paths.keys().collect();
+        assert!(!names.iter().any(|n| n.contains("L2")), "{names:?}");
+        assert_eq!(paths["L1-LLC"], l1_l2);
+        // The override's value wins; the preset's other limits of that path are carried.
+        assert_eq!(paths["LLC-mem"].read_gbs, Some(7.0));
+        assert_eq!(paths["LLC-mem"].write_gbs, l2_mem.write_gbs);
+        assert_eq!(paths["LLC-mem"].total_read_gbs, l2_mem.total_read_gbs);
     }
 
     #[test]
