@@ -1482,7 +1482,8 @@ fn two_globals_in_one_line_shared_in_turn_are_two_findings() {
     // `second` and `first` share a line; two threads write `first`, then two others
     // `second`. Both are falsely shared as recorded. The audit used to merge every segment's
     // estimate of the line into the object named first (`first`, five threads, all simulated
-    // misses) and to report `second` only as latent at 32-byte lines.
+    // misses) and to report `second` only as latent at 32-byte lines. It also counted an
+    // unrolled loop's writes per copy of the store (25,000 of 100,000).
     let dir = tempfile::tempdir().unwrap();
     let src = source("two_globals_one_line.c");
     let lines = [
@@ -1525,6 +1526,9 @@ fn two_globals_in_one_line_shared_in_turn_are_two_findings() {
                 Some(u64::from(line)),
                 "{what}"
             );
+            // Every store of the writer's loop, also where it is unrolled (`first`'s, and
+            // clang unrolls `second`'s by itself): one source line, not one of its copies.
+            assert_eq!(f["writer"]["count"].as_u64(), Some(100_000), "{what}");
             for side in &f["simulated_pair"].as_array().unwrap()[..] {
                 assert_eq!(side["line"].as_u64(), Some(u64::from(line)), "{what}");
             }

@@ -189,8 +189,9 @@ pub struct Finding {
     pub simulated_false: Option<u64>,
     /// ... and classified as true sharing.
     pub simulated_true: Option<u64>,
-    /// The code-position pair with the most simulated false-sharing misses: the writer whose
-    /// store took the line away, and the victim that missed.
+    /// The pair of source lines with the most simulated false-sharing misses: the writer whose
+    /// store took the line away, and the victim that missed (each with the code position of
+    /// one of its instructions).
     pub simulated_pair: Option<(Site, Site)>,
     /// Worst-case coherence events (Σ φ̃).
     pub worst_case_events: u64,
@@ -205,9 +206,11 @@ pub struct Finding {
     pub offsets: Vec<u64>,
     /// Threads involved.
     pub threads: Vec<ThreadId>,
-    /// The storing site with the most accesses (the writer).
+    /// The storing site with the most accesses (the writer); the instructions of one source
+    /// line count together (`pc` is one of them).
     pub writer: Option<Site>,
-    /// The most frequent site of another thread on the same lines (the victim).
+    /// The most frequent site of another thread on the same lines (the victim), counted the
+    /// same way.
     pub victim: Option<Site>,
     /// A heap block's allocation: the program's line its name gives.
     pub allocated_at: Option<SourceLine>,
@@ -614,15 +617,49 @@ fn attach_simulation(
     }
     f.simulated_false = Some(fals);
     f.simulated_true = Some(tru);
-    let top = pairs
+    // Pairs of source lines: an unrolled loop's copies of one store are one writer.
+    let mut lines: Vec<(Site, Site)> = Vec::new();
+    for ((wt, wpc, vt, vpc), n) in pairs {
+        let w = located(symbols, wt, wpc, true, n);
+        let v = located(symbols, vt, vpc, false, n);
+        match lines
+            .iter_mut()
+            .find(|(a, b)| same_source_line(a, &w) && same_source_line(b, &v))
+        {
+            Some((a, b)) => {
+                a.count += n;
+                b.count += n;
+            }
+            None => lines.push((w, v)),
+        }
+    }
+    f.simulated_pair = lines
         .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
-    f.simulated_pair = top.map(|((wt, wpc, vt, vpc), n)| {
-        (
-            located(symbols, wt, wpc, true, n),
-            located(symbols, vt, vpc, false, n),
-        )
-    });
+        .reduce(|best, p| if p.0.count > best.0.count { p } else { best });
+}
+
+/// Sites of one thread, direction and known source line (function, file, line) merged into
+/// one, with the summed count and the code position of the first: several instructions of
+/// one line (an unrolled or vectorized loop) are one place in the program's source. Sorted by
+/// count, most first; ties keep the order given.
+fn by_source_line(sites: impl IntoIterator<Item = Site>) -> Vec<Site> {
+    let mut merged: Vec<Site> = Vec::new();
+    for s in sites {
+        match merged.iter_mut().find(|m| same_source_line(m, &s)) {
+            Some(m) => m.count += s.count,
+            None => merged.push(s),
+        }
+    }
+    merged.sort_by_key(|s| std::cmp::Reverse(s.count));
+    merged
+}
+
+/// The same thread and direction at the same known source line.
+fn same_source_line(a: &Site, b: &Site) -> bool {
+    a.line.is_some()
+        && a.file.is_some()
+        && (a.thread, a.store, &a.function, &a.file, a.line)
+            == (b.thread, b.store, &b.function, &b.file, b.line)
 }
 
 /// A site with its source location.
@@ -859,16 +896,15 @@ fn finding(
             *sites.entry(*k).or_default() += n;
         }
     }
-    let mut ranked: Vec<(SiteKey, u64)> = sites.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let writer_key = ranked.iter().find(|(k, _)| k.store).copied();
-    let victim_key =
-        writer_key.and_then(|(w, _)| ranked.iter().find(|(k, _)| k.thread != w.thread).copied());
-    let mut site = |key: Option<(SiteKey, u64)>| {
-        key.map(|(k, n)| located(symbols, k.thread, k.pc, k.store, n))
-    };
-    let writer = site(writer_key);
-    let victim = site(victim_key);
+    let ranked = by_source_line(
+        sites
+            .into_iter()
+            .map(|(k, n)| located(symbols, k.thread, k.pc, k.store, n)),
+    );
+    let writer = ranked.iter().find(|s| s.store).cloned();
+    let victim = writer
+        .as_ref()
+        .and_then(|w| ranked.iter().find(|s| s.thread != w.thread).cloned());
     let mut offsets: Vec<u64> = blocks
         .iter()
         .filter_map(|b| object_base(b, symbols).map(|base| b.block.saturating_sub(base)))

@@ -1,6 +1,6 @@
 /* Two globals in one cache line, each falsely shared by its own pair of threads in a wave of
  * its own (tests/record_programs.rs): the audit must report both, each with its own threads,
- * code and simulated misses. */
+ * code and simulated misses, and count the unrolled loop's stores as one line's. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +15,8 @@ __attribute__((section(".data.two_globals"), aligned(32))) struct pair first = {
 static void *wa(void *p)
 {
     long t = (long)p;
+    /* Four copies of the update: still one source line for the audit's counts. */
+#pragma GCC unroll 4
     for (long i = 0; i < 100000; i++)
         first.v[t] += i; /* FIRST_WRITE */
     return 0;
