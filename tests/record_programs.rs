@@ -853,6 +853,38 @@ fn accesses_in_inlined_library_code_are_named_by_the_programs_line() {
 }
 
 #[test]
+fn a_member_functions_local_is_named_after_it_when_inlined_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_member_local.cpp");
+    let line = line_of(&src, "MEMBER_LOCAL");
+    for compiler in compilers() {
+        let mut fingerprints = Vec::new();
+        for opt in ["-O0", "-O2"] {
+            let name = format!("member-{compiler}{opt}");
+            let prog = build(
+                dir.path(),
+                &name,
+                &cxx_of(compiler),
+                &src,
+                &[opt, "-g", "-pthread"],
+            );
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 1), "200000\n", "{name}");
+            let (f, _, what) = failing_false_sharing(&trace, &name);
+            assert_eq!(
+                f["object"]["name"],
+                format!("local partial of Runner::run(int) (cxx_member_local.cpp:{line})"),
+                "{what}"
+            );
+            assert_eq!(f["declared_at"]["function"], "Runner::run(int)", "{what}");
+            fingerprints.push(f["fingerprint"].clone());
+        }
+        // A baseline written from a debug build accepts the release build's finding.
+        assert_eq!(fingerprints[0], fingerprints[1], "{compiler}");
+    }
+}
+
+#[test]
 fn openmp_regions_are_named_after_the_function_they_are_written_in() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_omp_region.cpp");

@@ -209,8 +209,8 @@ pub struct Finding {
     /// The storing site with the most accesses (the writer); the instructions of one source
     /// line count together (`pc` is one of them).
     pub writer: Option<Site>,
-    /// The most frequent site of another thread on the same lines (the victim), counted the
-    /// same way.
+    /// The most frequent storing site of another thread on the same lines (the victim), else
+    /// its most frequent site, counted the same way.
     pub victim: Option<Site>,
     /// A heap block's allocation: the program's line its name gives.
     pub allocated_at: Option<SourceLine>,
@@ -633,9 +633,66 @@ fn attach_simulation(
             None => lines.push((w, v)),
         }
     }
-    f.simulated_pair = lines
-        .into_iter()
-        .reduce(|best, p| if p.0.count > best.0.count { p } else { best });
+    f.simulated_pair = most_accessed(&lines, |_| true, |(w, _)| w.count).cloned();
+}
+
+/// Counts at least this share of the highest are a tie, settled by source position: the
+/// schedule of a recording moves counts by a few accesses (a loop condition's read of a
+/// neighbour 100,001 times against the body's 100,000), and the sites a finding names — and
+/// so its fingerprint — must not follow it from one recording to the next.
+const COMPARABLE_COUNTS: f64 = 0.99;
+
+/// Of the `items` that `keep`, the one with the highest `count`, where counts within
+/// [`COMPARABLE_COUNTS`] of it are settled by [`source_order`] (of the first site of a pair).
+fn most_accessed<T: SourceOrdered>(
+    items: &[T],
+    keep: impl Fn(&T) -> bool,
+    count: impl Fn(&T) -> u64,
+) -> Option<&T> {
+    let max = items.iter().filter(|i| keep(i)).map(&count).max()?;
+    items
+        .iter()
+        .filter(|i| keep(i) && count(i) as f64 >= max as f64 * COMPARABLE_COUNTS)
+        .min_by(|a, b| a.order().cmp(&b.order()))
+}
+
+/// What orders sites by their place in the source (see [`source_order`]).
+trait SourceOrdered {
+    fn order(&self) -> SourceOrder<'_>;
+}
+
+impl SourceOrdered for Site {
+    fn order(&self) -> SourceOrder<'_> {
+        source_order(self)
+    }
+}
+
+impl SourceOrdered for (Site, Site) {
+    fn order(&self) -> SourceOrder<'_> {
+        source_order(&self.0)
+    }
+}
+
+/// Known lines first, then by file, line, loads before stores, thread and function: nothing
+/// that changes between recordings of one program (code addresses move with the load address).
+type SourceOrder<'a> = (
+    bool,
+    Option<&'a str>,
+    Option<u32>,
+    bool,
+    ThreadId,
+    Option<&'a str>,
+);
+
+fn source_order(s: &Site) -> SourceOrder<'_> {
+    (
+        s.line.is_none(),
+        s.file.as_deref(),
+        s.line,
+        s.store,
+        s.thread,
+        s.function.as_deref(),
+    )
 }
 
 /// Sites of one thread, direction and known source line (function, file, line) merged into
@@ -901,10 +958,16 @@ fn finding(
             .into_iter()
             .map(|(k, n)| located(symbols, k.thread, k.pc, k.store, n)),
     );
-    let writer = ranked.iter().find(|s| s.store).cloned();
-    let victim = writer
-        .as_ref()
-        .and_then(|w| ranked.iter().find(|s| s.thread != w.thread).cloned());
+    let writer = most_accessed(&ranked, |s| s.store, |s| s.count).cloned();
+    // The victim's own writes first: they are what shares the line with the writer's, while
+    // its reads may be of a neighbour that shares the line in one recording and not in the
+    // next (a stack variable, placed anew with every run), which would change the fingerprint.
+    let victim = writer.as_ref().and_then(|w| {
+        let other = |s: &Site| s.thread != w.thread;
+        most_accessed(&ranked, |s| other(s) && s.store, |s| s.count)
+            .or_else(|| most_accessed(&ranked, other, |s| s.count))
+            .cloned()
+    });
     let mut offsets: Vec<u64> = blocks
         .iter()
         .filter_map(|b| object_base(b, symbols).map(|base| b.block.saturating_sub(base)))

@@ -382,14 +382,15 @@ pub fn render(
             t.threads
         );
         // The estimate's worst cases can cancel where the replay still sees false sharing
-        // (a hot atomic next to data the other threads only read): say so when it is as
+        // (a hot atomic next to data the other threads read or write): say so when it is as
         // much as a finding needs.
         if let (Some(fals), Some(tru)) = (t.simulated_false, t.simulated_true) {
             if fals > 0 && fals >= r.config.min_events {
                 let _ = writeln!(
                     o,
                     "   simulated: {} false-sharing and {} true-sharing L1 coherence misses on \
-                     its lines: data read next to the exchanged data shares their lines",
+                     its lines: other data on them misses when the exchanged data changes \
+                     (give the exchanged data a line of its own)",
                     thousands(fals),
                     thousands(tru)
                 );

@@ -15,6 +15,9 @@
 use addr2line::gimli;
 use gimli::{AttributeValue, Operation};
 
+use super::links::text;
+use super::module::demangled;
+
 /// How many type links (typedef, qualifiers, array element) are followed to find a size;
 /// a cycle in corrupt DWARF must end.
 const MAX_TYPE_DEPTH: usize = 16;
@@ -269,6 +272,22 @@ fn name_of<R: gimli::Reader>(
     Some(s.to_string_lossy().ok()?.into_owned())
 }
 
+/// The name of the function `entry` (a subprogram or an inlined call) is, as its frames are
+/// named (addr2line's way): the demangled linkage name, else the plain name, each found through
+/// abstract origins and specifications. An inlined member function's abstract instance has its
+/// name only on the declaration in the class, and an out-of-line one has it there too.
+fn function_name<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<String> {
+    let linkage = text(unit.dwarf, unit.unit, entry, gimli::DW_AT_linkage_name)
+        .or_else(|| text(unit.dwarf, unit.unit, entry, gimli::DW_AT_MIPS_linkage_name));
+    match linkage {
+        Some(l) => Some(demangled(l).into_owned()),
+        None => text(unit.dwarf, unit.unit, entry, gimli::DW_AT_name),
+    }
+}
+
 /// The variables and parameters at a fixed frame offset of the function whose code holds
 /// `pc` (in the unit `unit`, which holds `pc`), including those of its lexical blocks and of
 /// functions inlined into it (they live in the same frame). Empty when the function's frame
@@ -308,11 +327,11 @@ pub(crate) fn locals_at<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, pc: u64) 
                     Some((register, offset)) => inside = Some((depth, register, offset)),
                     None => break,
                 }
-                scopes.push((depth, true, name_of(unit, entry)));
+                scopes.push((depth, true, function_name(unit, entry)));
             }
             (gimli::DW_TAG_inlined_subroutine, Some(_)) => {
                 let live = covers(unit, entry, pc).unwrap_or(true);
-                scopes.push((depth, live, name_of(unit, entry)));
+                scopes.push((depth, live, function_name(unit, entry)));
             }
             (gimli::DW_TAG_lexical_block, Some(_)) => {
                 let live = covers(unit, entry, pc).unwrap_or(true);

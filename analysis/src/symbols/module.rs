@@ -59,7 +59,7 @@ fn rank(sym: &object::Symbol<'_, '_>) -> u8 {
 /// A symbol's name as a reader writes it: C++ (`_Z…`) and Rust (`_R…`) names demangled,
 /// every other name as it is. Demangling any name would read a C global `a` as the C++ type
 /// code for `signed char` and `y` as `unsigned long long`.
-fn demangled(name: String) -> std::borrow::Cow<'static, str> {
+pub(super) fn demangled(name: String) -> std::borrow::Cow<'static, str> {
     if name.starts_with("_Z") || name.starts_with("_R") {
         addr2line::demangle_auto(name.into(), None)
     } else {
