@@ -481,6 +481,50 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
 }
 
 #[test]
+fn a_program_ending_with_exit_underscore_leaves_its_complete_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "lifecycle",
+        "gcc",
+        source("lifecycle.c").as_path(),
+        &["-O1"],
+    );
+    let trace = dir.path().join("quit.cstrace");
+    let pidfile = dir.path().join("pid");
+    let o = Command::new(support::cachescope())
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["quit", pidfile.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // `_exit(0)`, yet no trace end: not a success.
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("the trace is incomplete"), "{err}");
+    // Every chunk the recorder had written is in the file (it used to sit in a 1 MiB buffer
+    // that `_exit` threw away: an empty file).
+    let partial = dir.path().join("quit.cstrace.partial");
+    let t = TraceFile::open_with(
+        &partial,
+        cachescope_schema::OpenOptions {
+            allow_incomplete: true,
+        },
+    )
+    .unwrap();
+    let stores = t
+        .thread_events(0)
+        .unwrap()
+        .filter(|e| matches!(e, Ok(Event::Access(a)) if a.kind == AccessKind::Store))
+        .count();
+    // 3 M updates; those after the last full chunk (32 Ki events) are lost.
+    assert!(stores > 2_900_000, "{stores} stores kept");
+}
+
+#[test]
 fn a_forked_child_does_not_write_into_the_parents_trace() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(

@@ -107,6 +107,18 @@ impl<W: Write> TraceWriter<W> {
         })
     }
 
+    /// Hands everything written so far to the output's destination (`Write::flush`): a
+    /// recorder calls it after every chunk, so that a process that dies without ending the
+    /// trace (`_exit`, SIGKILL) leaves every complete chunk in the file, not in a buffer.
+    pub fn flush(&self) -> Result<()> {
+        self.shared
+            .sink
+            .lock()
+            .out
+            .flush()
+            .map_err(|e| TraceError::io(&e))
+    }
+
     /// Records modules loaded after the header was written (e.g. by `dlopen`).
     pub fn add_modules(&self, modules: &[ModuleInfo]) -> Result<()> {
         self.shared.append(&encode_modules(modules), false)

@@ -1,5 +1,6 @@
 /* Process life-cycle cases for the recorder.
  *   lifecycle fork PIDFILE   : forks a child that writes memory and exits; the parent waits.
+ *   lifecycle quit PIDFILE   : writes memory, then ends with _exit(0) (no recorder's end).
  *   lifecycle spin PIDFILE   : writes its pid to PIDFILE, then writes memory until killed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@ int main(int argc, char **argv) {
     work(1000);
     printf("child=%d\n", WEXITSTATUS(st));
     return 0;
+  }
+  if (strcmp(argv[1], "quit") == 0) {
+    work(3000000);
+    _exit(0);
   }
   for (;;) work(1000000);
 }

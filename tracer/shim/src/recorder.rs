@@ -265,6 +265,12 @@ pub(crate) fn start() {
             return;
         }
     };
+    // The header in the file before the program runs on: a trace killed before its first
+    // chunk still says what it is.
+    if let Err(e) = writer.flush() {
+        eprintln!("cachescope: not recording: {}: {e}", path.display());
+        return;
+    }
     let (tx, rx) = sync_channel(QUEUE_BUFFERS);
     let writer_cpus = std::env::var(ENV_WRITER_CPUS)
         .ok()
@@ -520,7 +526,11 @@ impl Output {
             }
             Msg::ThreadDone(tid) => self.threads.remove(&tid).map_or(Ok(()), |w| w.finish()),
             Msg::Modules(m) => self.trace.add_modules(&m),
-        };
+        }
+        // Into the file at once (a chunk is one write): a program that ends with `_exit` or
+        // is killed leaves its complete chunks; the 1 MiB buffer alone held up to about 100 M
+        // events, and a short run's header too.
+        .and_then(|()| self.trace.flush());
         if let Err(e) = result {
             eprintln!("cachescope: recording failed, the trace will be incomplete: {e}");
             ENABLED.store(false, Ordering::SeqCst);
