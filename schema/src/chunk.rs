@@ -154,6 +154,7 @@ impl ChunkDecoder {
             &self.raw[..padded],
             chunk.column_lengths,
             chunk.meta.has_code_positions,
+            self.version,
             out,
         )
         .map_err(|e| {

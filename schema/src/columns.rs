@@ -1,7 +1,8 @@
-//! Column encoding of a chunk's events (part of trace format version 4; versions 1 to 3 are
-//! the same without the op codes added later — aligned allocations in 2, allocation callers
-//! in 3, stack frames in 4 — so their chunks decode unchanged, and an older chunk that uses a later code is
-//! refused, see [`first_op_newer_than`]).
+//! Column encoding of a chunk's events (part of trace format version 5; versions 1 to 3 are
+//! version 4 without the op codes added later — aligned allocations in 2, allocation callers
+//! in 3, stack frames in 4 — and an older chunk that uses a later code is refused, see
+//! [`first_op_newer_than`]; versions 1 to 4 choose the address predictor's slot by a hash of
+//! the code position, version 5 by its low bits, see [`hashed_slot`]).
 //!
 //! Each event becomes a *token*: an op byte plus the event's fields, with addresses and code
 //! positions stored as differences to a prediction. Tokens are spread over four byte columns,
@@ -18,8 +19,9 @@
 //!   follow in `args`).
 //!   Bit 7 starts a *run* (below).
 //! * `addrs`: for each access, the zigzag varint difference to the address of the previous
-//!   access whose code position falls into the same slot of a 256-entry table (slot = hash of
-//!   the code position; all slots start at 0 in each chunk); for each `Alloc`/`Free`, the
+//!   access whose code position falls into the same slot of a 1024-entry table (slot = the
+//!   code position's low 10 bits; versions 1 to 4: a hash of it into 256 slots; all slots
+//!   start at 0 in each chunk); for each `Alloc`/`Free`, the
 //!   difference to the previous `Alloc`/`Free` address.
 //! * `pcs`: only in chunks whose flag says so; for each access, the zigzag varint difference to
 //!   the previous access's code position (starting from 0; position 0 means unknown).
@@ -67,13 +69,27 @@ const RUN_FLAG: u8 = 0x80;
 const SIZE_OF_CLASS: [u32; 8] = [0, 1, 2, 4, 8, 16, 0, 0];
 
 /// Number of address predictor slots (a power of two).
-const SLOTS: usize = 256;
+const SLOTS: usize = 1024;
 
-/// The predictor slot of code position `pc`: the top bits of a multiplicative hash, so that
-/// nearby instructions (which differ in their low bits) get different slots.
+/// The predictor slot of code position `pc` (format version 5): its low 10 bits. A program's
+/// modules load at page boundaries, so the slots of its instructions are the same in every
+/// run, and instructions less than 1 KiB apart — a loop body's — never share one.
 #[inline(always)]
 fn slot(pc: u64) -> usize {
-    (pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
+    pc as usize & (SLOTS - 1)
+}
+
+/// Slots of format versions 1 to 4.
+const HASHED_SLOTS: usize = 256;
+
+/// The predictor slot of `pc` in format versions 1 to 4: the top 8 bits of a multiplicative
+/// hash of the whole code position. The load address is in it, so two instructions of a loop
+/// shared a slot in some runs and not in others (with ten access instructions, about one run
+/// in six): their addresses were then mispredicted in every iteration, no loop became a run,
+/// and the recording took five times as long and its file a hundred times the space.
+#[inline(always)]
+fn hashed_slot(pc: u64) -> usize {
+    (pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HASHED_SLOTS.trailing_zeros())) as usize
 }
 
 /// What an op code means.
@@ -271,6 +287,8 @@ struct State {
     heap: u64,
     /// Address of the previous access per code position slot.
     addrs: [u64; SLOTS],
+    /// Slots by [`hashed_slot`] (a file of format version 1 to 4) instead of [`slot`].
+    hashed: bool,
 }
 
 impl Default for State {
@@ -279,17 +297,36 @@ impl Default for State {
             pc: 0,
             heap: 0,
             addrs: [0; SLOTS],
+            hashed: false,
         }
     }
 }
 
 impl State {
+    /// The state a chunk of a file of format `version` starts decoding with.
+    fn for_version(version: u32) -> Self {
+        State {
+            hashed: version < 5,
+            ..State::default()
+        }
+    }
+
+    /// The predictor slot of `pc` in this state's format.
+    #[inline(always)]
+    fn slot(&self, pc: u64) -> usize {
+        if self.hashed {
+            hashed_slot(pc)
+        } else {
+            slot(pc)
+        }
+    }
+
     /// The event of token `t` (whose code has `info`); advances the predictors.
     #[inline(always)]
     fn apply(&mut self, info: OpInfo, t: &Token) -> Event {
         if (info.kind as u8) < 5 {
             self.pc = self.pc.wrapping_add(t.pc);
-            let prev = &mut self.addrs[slot(self.pc)];
+            let prev = &mut self.addrs[self.slot(self.pc)];
             let addr = prev.wrapping_add(t.addr);
             *prev = addr;
             return Event::Access(Access {
@@ -1240,11 +1277,13 @@ enum Fail {
 /// `raw` holds the columns back to back, with `lengths` bytes each, followed by at least
 /// [`DECODE_PADDING`] bytes. The ops column has one byte per event. Every column must be
 /// consumed exactly; anything else is a [`ColumnError`] naming the event and column. On error
-/// `out` may hold some of the chunk's events.
+/// `out` may hold some of the chunk's events. `version`: the file's format version (it
+/// decides the address predictor's slots).
 pub fn decode_columns(
     raw: &[u8],
     lengths: [u32; COLUMN_COUNT],
     has_pcs: bool,
+    version: u32,
     out: &mut Vec<Event>,
 ) -> Result<(), ColumnError> {
     let mut starts = [0usize; COLUMN_COUNT + 1];
@@ -1265,7 +1304,7 @@ pub fn decode_columns(
         end: lengths[c] as usize,
     };
     let mut cur = [cursor(1), cursor(2), cursor(3)];
-    let (i, fail) = match decode_loop(ops, &mut cur, has_pcs, out) {
+    let (i, fail) = match decode_loop(ops, &mut cur, has_pcs, version, out) {
         Ok(()) => match cur.iter().position(|c| !c.finished()) {
             None => return Ok(()),
             Some(c) => {
@@ -1397,9 +1436,10 @@ fn decode_loop(
     ops: &[u8],
     cur: &mut [Cursor<'_>; 3],
     has_pcs: bool,
+    version: u32,
     out: &mut Vec<Event>,
 ) -> Result<(), (usize, Fail)> {
-    let mut st = State::default();
+    let mut st = State::for_version(version);
     out.reserve(ops.len());
     let mut n = 0;
     while let Some(&op) = ops.get(n) {
@@ -1495,7 +1535,7 @@ fn decode_run(
         let mut tmpl = [(Event::ThreadStart, 0usize, 0u64); MAX_PERIOD];
         for (k, ((_, t), e)) in body.iter().zip(events).enumerate() {
             let slot = match e {
-                Event::Access(a) => slot(a.pc.map_or(0, CodePos::addr)),
+                Event::Access(a) => st.slot(a.pc.map_or(0, CodePos::addr)),
                 _ => 0,
             };
             tmpl[k] = (*e, slot, t.addr);
@@ -1540,6 +1580,7 @@ fn decode_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::FORMAT_VERSION;
     use proptest::prelude::*;
 
     #[test]
@@ -1607,7 +1648,8 @@ mod tests {
         enc.finish();
         enc.columns[1].push(1);
         let (raw, lengths) = padded(&enc);
-        let err = decode_columns(&raw, lengths, false, &mut Vec::new()).unwrap_err();
+        let err =
+            decode_columns(&raw, lengths, false, FORMAT_VERSION, &mut Vec::new()).unwrap_err();
         assert_eq!(err.column, "addrs");
     }
 
@@ -1659,7 +1701,7 @@ mod tests {
         enc.finish();
         let (raw, lengths) = padded(&enc);
         let mut out = Vec::new();
-        decode_columns(&raw, lengths, true, &mut out).unwrap();
+        decode_columns(&raw, lengths, true, FORMAT_VERSION, &mut out).unwrap();
         assert_eq!(out, events);
     }
 
@@ -1672,7 +1714,7 @@ mod tests {
         enc.finish();
         let (raw, lengths) = padded(&enc);
         let mut out = Vec::new();
-        decode_columns(&raw, lengths, has_pcs, &mut out).unwrap();
+        decode_columns(&raw, lengths, has_pcs, FORMAT_VERSION, &mut out).unwrap();
         let diff = out.iter().zip(events).position(|(a, b)| a != b);
         assert!(
             diff.is_none() && out.len() == events.len(),
@@ -1777,6 +1819,37 @@ mod tests {
         for cut in (2990..3003).chain([events.len() - 1]) {
             roundtrip(&events[..cut], true);
         }
+    }
+
+    #[test]
+    fn a_loops_instructions_get_their_own_slots_wherever_the_program_is_loaded() {
+        // Two loads 233 bytes apart (a Fibonacci distance, the multiplicative hash's worst)
+        // at a load address where the hash of format versions 1 to 4 put them into one slot.
+        let base = (0x5555_5555_0000u64..)
+            .step_by(4096)
+            .take(1 << 16)
+            .find(|b| hashed_slot(b + 0x6b0) == hashed_slot(b + 0x6b0 + 233))
+            .expect("a colliding load address");
+        let (p1, p2) = (base + 0x6b0, base + 0x6b0 + 233);
+        assert_ne!(slot(p1), slot(p2));
+        let (a, b) = (0x7f00_0000_0000u64, 0x5555_6000_0000u64);
+        let events: Vec<Event> = (0..10_000u64)
+            .flat_map(|i| {
+                [
+                    access(AccessKind::Load, a + 2 * i, 1, p1),
+                    access(AccessKind::Load, b + 8 * (i % 4), 8, p2),
+                ]
+            })
+            .collect();
+        let enc = roundtrip(&events, true);
+        // One run: the value columns hold its body, not 20,000 mispredicted addresses.
+        let lens: Vec<usize> = enc.columns.iter().map(Vec::len).collect();
+        assert!(lens[1] + lens[3] < 200, "{lens:?}");
+        // The same chunk read as a version 4 file predicts through the hashed slots.
+        let (raw, lengths) = padded(&enc);
+        let mut out = Vec::new();
+        decode_columns(&raw, lengths, true, 4, &mut out).unwrap();
+        assert_ne!(out, events);
     }
 
     /// The greedy whole-chunk run search the streaming encoder must match (format version 1's
@@ -1931,7 +2004,7 @@ mod tests {
                 let mut bad = raw.clone();
                 bad[i] ^= flip;
                 out.clear();
-                let _ = decode_columns(&bad, lengths, true, &mut out);
+                let _ = decode_columns(&bad, lengths, true, FORMAT_VERSION, &mut out);
                 assert!(out.len() <= lengths[0] as usize);
             }
         }
@@ -1941,15 +2014,15 @@ mod tests {
         let mut short = lengths;
         short[0] = first as u32 + 3;
         bad.copy_within(lengths[0] as usize.., first + 3);
-        let err = decode_columns(&bad, short, true, &mut Vec::new()).unwrap_err();
+        let err = decode_columns(&bad, short, true, FORMAT_VERSION, &mut Vec::new()).unwrap_err();
         assert_eq!(err.event, first as u32);
         let mut bad = raw.clone();
         bad[first + 1] |= RUN_FLAG;
-        let err = decode_columns(&bad, lengths, true, &mut Vec::new()).unwrap_err();
+        let err = decode_columns(&bad, lengths, true, FORMAT_VERSION, &mut Vec::new()).unwrap_err();
         assert_eq!(err.event, first as u32 + 1);
         let mut bad = raw.clone();
         bad[first + 40] ^= 1;
-        let err = decode_columns(&bad, lengths, true, &mut Vec::new()).unwrap_err();
+        let err = decode_columns(&bad, lengths, true, FORMAT_VERSION, &mut Vec::new()).unwrap_err();
         assert_eq!(
             (err.event, err.what),
             (first as u32 + 40, "op differs from the run's body")

@@ -15,11 +15,13 @@ pub const MAGIC: [u8; 8] = *b"CSCOPETR";
 /// Version 2 added the requested alignment of heap allocations, version 3 the callers of
 /// the function that allocated ([`crate::Event::AllocCaller`]), version 4 the frames of a
 /// thread's stack ([`crate::Event::StackFrame`]); all are new op codes (see
-/// [`crate::columns`]), everything else is as in version 1.
-pub const FORMAT_VERSION: u32 = 4;
+/// [`crate::columns`]). Version 5 chooses the address predictor's slot by the code position's
+/// low bits instead of a hash of the whole position (which made the size of a recording
+/// depend on where the program was loaded); everything else is as in version 1.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The oldest format version this build reads: versions 1 to 3 are version 4 files without
-/// the op codes added later.
+/// the op codes added later, and version 4 is version 5 with hashed predictor slots.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Whether this build reads files of format `version`.

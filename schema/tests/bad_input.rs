@@ -142,21 +142,21 @@ fn wrong_magic_and_version() {
     let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
     assert_eq!(err.kind, ErrorKind::UnsupportedVersion);
     assert!(err.message.contains("version 7"), "{err}");
-    assert!(err.message.contains("versions 1 to 4"), "{err}");
+    assert!(err.message.contains("versions 1 to 5"), "{err}");
 
-    // Versions 1 (no aligned allocations), 2 (no allocation callers) and 3 (no stack frames)
-    // are read (the committed
+    // Versions 1 (no aligned allocations), 2 (no allocation callers), 3 (no stack frames) and
+    // 4 (hashed predictor slots) are read (the committed
     // `tests/data/hostile` traces are version 1 files), but the file header's version, which
     // no checksum covers, must be the header record's; 0 and the next version are not read.
-    for v in [1u32, 2, 3] {
+    for v in [1u32, 2, 3, 4] {
         let (mut bytes, _) = sample();
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
         assert_eq!(err.kind, ErrorKind::Inconsistent, "version {v}: {err}");
-        let says = format!("the file header says format version {v}, the header record 4");
+        let says = format!("the file header says format version {v}, the header record 5");
         assert!(err.message.contains(&says), "{err}");
     }
-    for v in [0u32, 5] {
+    for v in [0u32, 6] {
         let (mut bytes, _) = sample();
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let err = with_file(&bytes, |p| TraceFile::open(p).err().unwrap());
@@ -283,7 +283,7 @@ fn op_codes_newer_than_the_files_version_are_refused() {
         matches!(events[4], Event::StackFrame { site, sp: 0x7ffd_0000_1000, cfa: 0x7ffd_0000_1080 } if site.addr() == 0x5432),
         "{events:?}"
     );
-    ChunkDecoder::for_version(4)
+    ChunkDecoder::for_version(5)
         .decode(&chunk, &mut out)
         .unwrap();
     assert_eq!(out, events);
