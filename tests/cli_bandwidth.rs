@@ -186,6 +186,11 @@ fn bad_input_is_exit_2_with_a_reason() {
         &cachescope(&["bandwidth", t, "--window", "0"]),
         "--window must be at least 1",
     );
+    // More threads than cores: the advice is one the command takes (it used to suggest
+    // `--map round-robin`, which it then refused).
+    let o = cachescope(&["bandwidth", t, "--set", "cores=1"]);
+    assert_exit_2(&o, "give --set cores=2");
+    assert!(!stderr(&o).contains("round-robin"), "{}", stderr(&o));
     assert_exit_2(
         &cachescope(&["bandwidth", t, "--set", "bandwidth.ipc=-1"]),
         "bandwidth.ipc",

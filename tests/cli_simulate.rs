@@ -289,6 +289,17 @@ fn import_lackey_errors_and_keeps_existing_output() {
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["unsimulated_fetches"], 1);
     assert_eq!(r["levels"][0]["accesses"]["store"], 1);
+    // The table says the fetch went unsimulated, except where the cachegrind model
+    // simulated it (its I1 row).
+    let text = |machine: &str| {
+        let o = cachescope(&["simulate", out.to_str().unwrap(), "--machine", machine]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let note = "instruction fetches not simulated";
+    assert!(text("ivybridge-4c").contains(note));
+    let cachegrind = text("cachegrind");
+    assert!(!cachegrind.contains(note), "{cachegrind}");
 }
 
 #[test]
@@ -376,6 +387,46 @@ fn a_sweep_gives_each_configurations_own_report_and_a_table() {
     assert_exit_2(
         &cachescope(&["simulate", ts, "--sweep", "levels.L1.assoc=8,7"]),
         "--sweep configuration levels.L1.assoc=7",
+    );
+}
+
+#[test]
+fn a_sweep_table_counts_each_coherence_miss_once_and_names_renamed_levels_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "false-sharing", "2");
+    let t = t.to_str().unwrap();
+    // With a private L2 a line taken away misses in both private levels: the table's
+    // coherence misses are the outermost private level's, as the report has them.
+    let o = cachescope(&["simulate", t, "--set", "levels.L2.shared=false", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let l2_false = r["levels"][1]["misses"]["coherence_false"]
+        .as_u64()
+        .unwrap();
+    assert!(l2_false > 0, "{r:#}");
+    assert_eq!(r["levels"][0]["misses"]["coherence_false"], l2_false);
+    let o = cachescope(&["simulate", t, "--sweep", "levels.L2.shared=true,false"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("coh-true    coh-false        inval     memory bytes"),
+        "{text}"
+    );
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("levels.L2.shared=false"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    // The last four: coh-true, coh-false, inval, memory bytes.
+    let shown = row[row.len() - 3].replace(',', "");
+    assert_eq!(shown, l2_false.to_string(), "{text}");
+    // A sweep that renames a level: the columns cannot carry one configuration's names.
+    let o = cachescope(&["simulate", t, "--sweep", "levels.L1.name=A,B"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("level 1 miss%") && !text.contains("A miss%"),
+        "{text}"
     );
 }
 

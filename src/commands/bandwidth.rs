@@ -82,6 +82,16 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
     if let Some(d) = trace.damage() {
         eprintln!("warning: {d}; analysing the complete chunks before it");
     }
+    // Checked here, not by the placement: its advice (`--map round-robin`) puts two threads
+    // on a core, which the analysis refuses (thesis §4.3.1).
+    let threads = trace.threads().len();
+    if threads > model.cores as usize {
+        bail!(
+            "bandwidth analysis needs one core per thread, but the trace has {threads} threads \
+             and the machine {} cores; give --set cores={threads} (or a model with more cores)",
+            model.cores
+        );
+    }
     let mapping = ThreadMapping::parse(&a.map)?;
     let cfg = BandwidthConfig {
         window: a.window,

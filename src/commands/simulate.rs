@@ -266,7 +266,8 @@ pub fn render(trace: &str, r: &SimReport) -> String {
             thousands(t.end_time)
         );
     }
-    if r.unsimulated_fetches > 0 {
+    // The cachegrind model simulates the fetches in its own section (I1, LL) above.
+    if r.unsimulated_fetches > 0 && r.cachegrind.is_none() {
         let _ = writeln!(
             o,
             "\nnote: {} instruction fetches not simulated (the model has no instruction cache; \

@@ -170,6 +170,7 @@ pub fn run(
             &a.trace.display().to_string(),
             base,
             &configs,
+            &models,
             &reports,
         ))?,
     }
@@ -177,11 +178,17 @@ pub fn run(
 }
 
 /// The summary table: per configuration, each level's miss rate and misses, coherence
-/// misses (true / false, all levels), invalidations and the bytes to and from memory.
+/// misses (true / false), invalidations and the bytes to and from memory.
+///
+/// Coherence misses are those of the outermost private level: a line another core's write
+/// took away misses in every private level that held it, and adding the levels up counted
+/// one such miss twice with a private L2 (a sweep of `levels.L2.shared` showed false sharing
+/// doubling).
 fn render(
     trace: &str,
     base: &MachineModel,
     configs: &[Vec<String>],
+    models: &[MachineModel],
     reports: &[SimReport],
 ) -> String {
     let mut o = String::new();
@@ -193,10 +200,17 @@ fn render(
     let _ = writeln!(o, "{} configurations\n", configs.len());
     let labels: Vec<String> = configs.iter().map(|c| c.join(" ")).collect();
     let width = labels.iter().map(String::len).max().unwrap_or(6).max(6);
-    let levels: Vec<String> = reports
-        .first()
-        .map(|r| r.levels.iter().map(|l| l.counters.level.clone()).collect())
-        .unwrap_or_default();
+    let names = |r: &SimReport| -> Vec<String> {
+        r.levels.iter().map(|l| l.counters.level.clone()).collect()
+    };
+    let first = reports.first().map(names).unwrap_or_default();
+    // Levels named by position where the sweep renames them (or changes their number).
+    let levels: Vec<String> = if reports.iter().all(|r| names(r) == first) {
+        first
+    } else {
+        let most = reports.iter().map(|r| r.levels.len()).max().unwrap_or(0);
+        (1..=most).map(|i| format!("level {i}")).collect()
+    };
     let mut header = format!("{:<width$}", "config");
     for l in &levels {
         let _ = write!(
@@ -212,7 +226,7 @@ fn render(
         "coh-true", "coh-false", "inval", "memory bytes"
     );
     let _ = writeln!(o, "{header}");
-    for (label, r) in labels.iter().zip(reports) {
+    for ((label, r), m) in labels.iter().zip(reports).zip(models) {
         let mut row = format!("{label:<width$}");
         for l in &r.levels {
             let c = &l.counters;
@@ -223,16 +237,18 @@ fn render(
                 thousands(c.misses.total())
             );
         }
-        let coh_true: u64 = r
+        for _ in r.levels.len()..levels.len() {
+            let _ = write!(row, " {:>9} {:>13}", "-", "-");
+        }
+        let private = m
             .levels
             .iter()
-            .map(|l| l.counters.misses.coherence_true)
-            .sum();
-        let coh_false: u64 = r
-            .levels
-            .iter()
-            .map(|l| l.counters.misses.coherence_false)
-            .sum();
+            .rposition(|l| !l.shared)
+            .and_then(|i| r.levels.get(i));
+        let (coh_true, coh_false) = private.map_or((0, 0), |l| {
+            let misses = &l.counters.misses;
+            (misses.coherence_true, misses.coherence_false)
+        });
         let inval: u64 = r.cores.iter().map(|c| c.invalidations_received).sum();
         let memory: u64 = r
             .paths
