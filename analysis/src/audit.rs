@@ -216,9 +216,10 @@ pub struct Finding {
     pub allocated_at: Option<SourceLine>,
     /// A local variable's declaration (stack objects named from DWARF).
     pub declared_at: Option<SourceLine>,
-    /// Other globals on the finding's lines (the linker placed them next to the object): a
-    /// thread writing one of them and another thread the object share the line although
-    /// neither writes the other's data.
+    /// Other globals on the finding's lines (the linker placed them next to the object), or
+    /// for a heap block the other heap blocks written there (the allocator placed them next
+    /// to it): a thread writing one of them and another thread the object share the line
+    /// although neither writes the other's data.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub neighbours: Vec<String>,
     /// Estimated cost: events × τ, in cycles.
@@ -989,10 +990,12 @@ fn finding(
         .map_or(1.0, |n| (blocks.len() as f64 / n as f64).min(1.0));
     // Where the object started in its line in the recording.
     let start_in_line = base.map(|b| b % layout.line_size.max(1));
-    let neighbours = if object.kind == "global" && layout.shift == 0 {
-        neighbours_on_lines(object, blocks, layout.line_size, symbols)
-    } else {
-        Vec::new()
+    let neighbours = match object.kind {
+        "global" if layout.shift == 0 => {
+            neighbours_on_lines(object, blocks, layout.line_size, symbols)
+        }
+        "heap" if layout.shift == 0 => heap_neighbours(object, blocks, symbols),
+        _ => Vec::new(),
     };
     let suggestion = suggestion(
         kind,
@@ -1097,6 +1100,34 @@ fn neighbours_on_lines(
     out
 }
 
+/// The other heap blocks stored to on the first [`NEIGHBOUR_LINES`] lines of a finding on a
+/// heap block (see [`BlockEstimate::heap_neighbours`]); one from the same allocation site as
+/// the object is named as such.
+fn heap_neighbours(
+    object: &ObjectName,
+    blocks: &[&BlockEstimate],
+    symbols: &mut Symbolizer,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for h in blocks
+        .iter()
+        .take(NEIGHBOUR_LINES)
+        .flat_map(|b| b.heap_neighbours.iter())
+    {
+        let name = symbols.heap_block_name(h);
+        let name = if name == object.name {
+            "another block allocated there".to_string()
+        } else {
+            name
+        };
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out.truncate(NEIGHBOURS);
+    out
+}
+
 /// What to do about a finding. `exchanges` of `worst` possible coherence events move data the
 /// threads really share (the same bytes); `start_in_line`: the object's start in its line (of
 /// `layout`'s size) in the recording, when its start is known; `neighbours`: other globals
@@ -1113,12 +1144,25 @@ fn suggestion(
     let line = layout.line_size;
     match kind {
         // Two globals the linker put on one line, each written by its own thread.
-        FindingKind::FalseSharing if !neighbours.is_empty() => format!(
+        FindingKind::FalseSharing if !neighbours.is_empty() && object.kind == "global" => format!(
             "{threads} threads access disjoint bytes of the same {line}-byte lines, which hold \
              {} and {}: if different threads write them, give each its own line (declare them \
              alignas({line}), or gather what each thread writes into a struct of its own \
              declared alignas({line})); if the threads write parts of {} itself, pad its \
              per-thread elements to {line} bytes or hand out larger contiguous chunks per thread",
+            object.name,
+            neighbours.join(", "),
+            object.name
+        ),
+        // Objects allocated one after another (one per thread) that the allocator put on one
+        // line.
+        FindingKind::FalseSharing if !neighbours.is_empty() => format!(
+            "{threads} threads access disjoint bytes of the same {line}-byte lines, which hold \
+             {} and {}: if different threads write them, give each its own \
+             line (allocate them with aligned_alloc({line}, …) rounded up to {line} bytes, or \
+             declare their type alignas({line}), which C++17's new honours); if the threads \
+             write parts of {} itself, pad its per-thread elements to {line} bytes or hand out \
+             larger contiguous chunks per thread",
             object.name,
             neighbours.join(", "),
             object.name

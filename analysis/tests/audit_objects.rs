@@ -113,6 +113,39 @@ fn a_heap_block_freed_before_the_segment_ends_keeps_its_name() {
 }
 
 #[test]
+fn heap_blocks_allocated_one_after_another_on_one_line_are_both_named() {
+    // Two 16-byte blocks from two sites, one per thread, 16 bytes apart in one line: the
+    // finding is on one of them and must name the other, which the other thread writes.
+    let (a, b) = (0x10_0000, 0x10_0020);
+    let alloc = |addr, site| Event::Alloc {
+        addr,
+        size: 16,
+        site: CodePos::new(site),
+        align: None,
+    };
+    let mut main = vec![alloc(a, 0x40_0100), alloc(b, 0x40_0200)];
+    main.extend(counters(a, 0));
+    // Thread 1's counter `b + 8·1 − 8` is the first word of block b.
+    let (_dir, t) = trace(vec![main, counters(b - 8, 1)]);
+    let report = audit_of(&t);
+    assert_eq!(
+        kinds(&report),
+        [(FindingKind::FalseSharing, "heap")],
+        "{:#?}",
+        report.findings
+    );
+    let f = &report.findings[0];
+    assert_eq!(f.neighbours.len(), 1, "{f:#?}");
+    assert_ne!(f.neighbours[0], f.object.name, "{f:#?}");
+    assert!(f.neighbours[0].contains("heap block"), "{f:#?}");
+    assert!(
+        f.suggestion.contains("aligned_alloc(64"),
+        "{}",
+        f.suggestion
+    );
+}
+
+#[test]
 fn memory_of_no_known_object_gets_one_finding_and_no_latent_echo() {
     // False sharing as recorded: shifted layouts must not report the same memory again,
     // also where a shifted line starts in the line before (thread 0 also writes the last

@@ -332,7 +332,13 @@ fn finding_text(n: usize, f: &Finding) -> String {
     if !f.neighbours.is_empty() {
         let _ = writeln!(
             o,
-            "   the same lines hold the globals {}",
+            "   the same lines hold {}{}",
+            // A heap block's name says what it is.
+            if f.object.kind == "heap" {
+                ""
+            } else {
+                "the globals "
+            },
             f.neighbours.join(", ")
         );
     }

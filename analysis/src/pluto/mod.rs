@@ -205,6 +205,31 @@ fn hottest_store(b: &BlockCounts) -> Option<u32> {
     (best.1 >= lowest.saturating_mul(HOTTEST_STORE_MARGIN)).then_some(best.0)
 }
 
+/// The heap blocks other than `own` that hold a stored part of the block at `recorded` (see
+/// [`DetailedBlock::stored`]), in address order, at most [`HEAP_NEIGHBOURS`].
+fn other_blocks_stored(
+    heap: &HeapMap,
+    own: &HeapBlock,
+    recorded: u64,
+    stored: u64,
+    layout: Layout,
+) -> Vec<HeapBlock> {
+    let part = (layout.line_size / 64).max(1);
+    let mut out: Vec<HeapBlock> = Vec::new();
+    let mut bits = stored;
+    while bits != 0 && out.len() < HEAP_NEIGHBOURS {
+        let g = u64::from(bits.trailing_zeros());
+        bits &= bits - 1;
+        let at = recorded.wrapping_add(g * part);
+        if let Some(h) = heap.lookup_in_segment(at) {
+            if h.base != own.base && !out.iter().any(|o| o.base == h.base) {
+                out.push(h);
+            }
+        }
+    }
+    out
+}
+
 /// Records wider than this many blocks are counted into their blocks at once (see
 /// [`Estimator::detailed_blocks`]).
 const WIDE_RECORD_BLOCKS: u64 = 4;
@@ -221,6 +246,29 @@ struct DetailedBlock {
     /// Offset in the block of the byte stored to most (all threads; the lowest of equals), if
     /// any was: it names the block's data object.
     hottest_store: Option<u32>,
+    /// The block's parts any thread stored to: bit g for bytes `[g·G, (g+1)·G)` with
+    /// G = max(1, line size / 64).
+    stored: u64,
+}
+
+/// The parts of `b` (a block of `line` bytes) stored to, as [`DetailedBlock::stored`] has
+/// them.
+fn stored_parts(b: &BlockCounts, line: u64) -> u64 {
+    let part = (line / 64).max(1);
+    let mut mask = 0u64;
+    for t in b.threads.values() {
+        for (&(offset, len), &(_, stores)) in t.by_slot.iter() {
+            if stores == 0 || len == 0 {
+                continue;
+            }
+            let first = u64::from(offset) / part;
+            let last = ((u64::from(offset) + u64::from(len) - 1) / part).min(63);
+            for g in first..=last {
+                mask |= 1 << g;
+            }
+        }
+    }
+    mask
 }
 
 /// The estimates for one block over the whole run.
@@ -253,7 +301,15 @@ pub struct BlockEstimate {
     pub heap: Option<Arc<HeapBlock>>,
     /// Else the recorded stack frame containing it then, if any (boxed: most blocks have none).
     pub stack: Option<Box<StackSlot>>,
+    /// Other heap blocks stored to on the block when it was first estimated (at most
+    /// [`HEAP_NEIGHBOURS`]): per-thread objects allocated one after another share a line
+    /// although no thread writes another's.
+    #[serde(skip)]
+    pub heap_neighbours: Vec<Arc<HeapBlock>>,
 }
+
+/// Heap blocks a [`BlockEstimate`] names besides its own, at most.
+pub const HEAP_NEIGHBOURS: usize = 4;
 
 /// Pluto estimates of a trace under one layout.
 #[derive(Debug, Clone, Serialize)]
@@ -492,6 +548,7 @@ impl Estimator {
                 theta,
                 threads: b.threads.keys().copied().collect(),
                 hottest_store: hottest_store(&b),
+                stored: stored_parts(&b, self.layout.line_size),
                 sites: b.sites.into_iter().collect(),
             }
         };
@@ -572,16 +629,29 @@ impl Estimator {
             let held = heap.lookup_in_segment(sample);
             let frame = held.is_none().then(|| stacks.lookup(sample)).flatten();
             let key = (block, ObjectKey::of(held.as_ref(), frame.as_ref(), sample));
-            let e = totals.entry(key).or_insert_with(|| BlockEstimate {
-                block: recorded,
-                sample_addr: sample,
-                first_segment: segment,
-                stack: frame.map(Box::new),
-                heap: held.map(|h| {
+            let e = totals.entry(key).or_insert_with(|| {
+                let mut shared = |h: HeapBlock| {
                     let key = HeapBlock { offset: 0, ..h };
                     Arc::clone(heap_blocks.entry(key).or_insert_with(|| Arc::new(h)))
-                }),
-                ..BlockEstimate::default()
+                };
+                let heap_neighbours = match (&held, b) {
+                    (Some(own), Some(d)) => {
+                        other_blocks_stored(heap, own, recorded, d.stored, layout)
+                            .into_iter()
+                            .map(&mut shared)
+                            .collect()
+                    }
+                    _ => Vec::new(),
+                };
+                BlockEstimate {
+                    block: recorded,
+                    sample_addr: sample,
+                    first_segment: segment,
+                    stack: frame.map(Box::new),
+                    heap: held.map(&mut shared),
+                    heap_neighbours,
+                    ..BlockEstimate::default()
+                }
             });
             e.phi += phi + crossing;
             e.theta += theta + crossing;
