@@ -929,6 +929,39 @@ fn a_member_functions_local_is_named_after_it_when_inlined_too() {
 }
 
 #[test]
+fn lambdas_are_named_after_the_function_they_are_written_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_lambda_counters.cpp");
+    let line = line_of(&src, "LAMBDA_WRITE");
+    for compiler in compilers() {
+        let name = format!("lambda-{compiler}");
+        let prog = build(
+            dir.path(),
+            &name,
+            &cxx_of(compiler),
+            &src,
+            &["-O2", "-g", "-pthread"],
+        );
+        let trace = dir.path().join(format!("{name}.cstrace"));
+        assert_eq!(record(&trace, &prog, &[], 1), "200000\n", "{name}");
+        let (f, _, what) = failing_false_sharing(&trace, &name);
+        for side in ["writer", "victim"] {
+            assert_eq!(f[side]["line"].as_u64(), Some(u64::from(line)), "{what}");
+            let function = f[side]["function"].as_str().unwrap_or_default();
+            // g++: `main::{lambda}` (its DWARF says `operator()`); clang keeps a linkage
+            // name, `main::$_0::operator()() const`.
+            assert!(
+                function.starts_with("main::"),
+                "{side}: {function:?}: {what}"
+            );
+            if compiler == "gcc" {
+                assert_eq!(function, "main::{lambda}", "{what}");
+            }
+        }
+    }
+}
+
+#[test]
 fn openmp_regions_are_named_after_the_function_they_are_written_in() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_omp_region.cpp");

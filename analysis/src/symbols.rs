@@ -23,6 +23,7 @@
 
 mod alignment;
 mod frames;
+mod lambdas;
 mod links;
 mod locals;
 mod module;
@@ -557,6 +558,19 @@ impl Symbolizer {
             match loc.inlined_into.last_mut() {
                 Some(outer) => (outer.function, outer.compiler_made) = (name, made),
                 None => (loc.function, loc.compiler_made) = (name, made),
+            }
+        }
+        // Lambdas g++ inlined are `operator()` in DWARF: named after the function they are
+        // written in, innermost frame first.
+        let mut lambdas = m.lambdas_at(probe).into_iter();
+        let frames = std::iter::once(&mut loc.function)
+            .chain(loc.inlined_into.iter_mut().map(|c| &mut c.function));
+        for name in frames {
+            if name.as_deref() == Some(lambdas::BARE_CALL_OPERATOR) {
+                match lambdas.next() {
+                    Some(lambda) => *name = Some(lambda.to_string()),
+                    None => break,
+                }
             }
         }
         // Outlined OpenMP regions are named after the function they are written in.

@@ -18,6 +18,7 @@ use tracing::{debug, warn};
 
 use super::alignment::declared_alignments;
 use super::frames::CallSites;
+use super::lambdas::{lambdas, Lambdas};
 use super::regions::{outlined_regions, OutlinedRegions};
 use super::statics::{function_statics, FunctionStatic};
 use super::{hex, SymbolError};
@@ -134,6 +135,8 @@ struct Parsed {
     statics: BTreeMap<u64, FunctionStatic>,
     /// clang's outlined OpenMP regions and their enclosing functions (`regions.rs`).
     regions: OutlinedRegions,
+    /// C++ lambda bodies and their names (`lambdas.rs`).
+    lambdas: Lambdas,
 }
 
 /// A module that was read and checked against the trace's build-id.
@@ -316,6 +319,15 @@ impl LoadedModule {
         }
     }
 
+    /// The names of the C++ lambdas whose code holds link-time address `addr`, innermost
+    /// first (see `lambdas.rs`; the DWARF must already be parsed, as by [`Self::context`]).
+    pub fn lambdas_at(&self, addr: u64) -> Vec<&str> {
+        match &self.dwarf {
+            Dwarf::Ready(parsed) => parsed.lambdas.names_at(addr),
+            _ => Vec::new(),
+        }
+    }
+
     /// The alignment declared in DWARF for the variable starting at link-time address
     /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
     pub fn declared_alignment(&mut self, start: u64) -> Option<u64> {
@@ -374,12 +386,14 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     let alignments = declared_alignments(&dwarf);
     let statics = function_statics(&dwarf);
     let regions = outlined_regions(&dwarf);
+    let lambdas = lambdas(&dwarf);
     let context = Context::from_dwarf(dwarf).map_err(|e| e.to_string())?;
     Ok(Parsed {
         context,
         alignments,
         statics,
         regions,
+        lambdas,
     })
 }
 
