@@ -520,8 +520,10 @@ fn a_program_ending_with_exit_underscore_leaves_its_complete_chunks() {
         .unwrap()
         .filter(|e| matches!(e, Ok(Event::Access(a)) if a.kind == AccessKind::Store))
         .count();
-    // 3 M updates; those after the last full chunk (32 Ki events) are lost.
-    assert!(stores > 2_900_000, "{stores} stores kept");
+    // 3 M updates (6 M events). Lost: the thread's buffer and what `_exit` caught on its
+    // way to the file — at most the writer's queue (8 buffers) and the chunk it encoded,
+    // 10 × 32 Ki events, half of them stores.
+    assert!(stores >= 3_000_000 - 5 * 32_768, "{stores} stores kept");
 }
 
 #[test]
