@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cachescope_schema::{AccessKind, Event, EventKind, TraceFile};
-use support::{cc, compilers, count, events, have, record, run_ok};
+use support::{cc, compilers, count, events, have, record, record_command, run_ok};
 
 fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -144,13 +144,7 @@ fn record_keeps_the_exit_code_and_the_output() {
         &["-O1"],
     );
     let trace = dir.path().join("t.cstrace");
-    let o = Command::new(support::cachescope())
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .args(["10", "7"])
+    let o = record_command(&trace, &prog, &["10", "7"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(7));
@@ -445,14 +439,7 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
     // An earlier recording at the output: a run cut short by a signal must not replace it.
     std::fs::write(&trace, b"an earlier trace").unwrap();
     let pidfile = dir.path().join("pid");
-    let mut child = Command::new(support::cachescope())
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .arg("spin")
-        .arg(&pidfile)
+    let mut child = record_command(&trace, &prog, &["spin", pidfile.to_str().unwrap()])
         .spawn()
         .unwrap();
     let pid = loop {
@@ -492,13 +479,7 @@ fn a_program_ending_with_exit_underscore_leaves_its_complete_chunks() {
     );
     let trace = dir.path().join("quit.cstrace");
     let pidfile = dir.path().join("pid");
-    let o = Command::new(support::cachescope())
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .args(["quit", pidfile.to_str().unwrap()])
+    let o = record_command(&trace, &prog, &["quit", pidfile.to_str().unwrap()])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

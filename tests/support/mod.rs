@@ -84,18 +84,23 @@ pub fn cc(compiler: &str, args: &[&str]) -> Output {
 /// `cachescope record -o TRACE -- PROGRAM ARGS` with `threads` OpenMP threads; returns the
 /// program's stdout.
 pub fn record(trace: &Path, program: &Path, args: &[&str], threads: u32) -> String {
-    ensure_shim();
-    let o = run_ok(
-        Command::new(cachescope())
-            .arg("record")
-            .arg("-o")
-            .arg(trace)
-            .arg("--")
-            .arg(program)
-            .args(args)
-            .env("OMP_NUM_THREADS", threads.to_string()),
-    );
+    let o =
+        run_ok(record_command(trace, program, args).env("OMP_NUM_THREADS", threads.to_string()));
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `cachescope record -o TRACE -- PROGRAM ARGS...`, not run yet (for a test that looks at a
+/// failing run's status or signals the program).
+pub fn record_command(trace: &Path, program: &Path, args: &[&str]) -> Command {
+    ensure_shim();
+    let mut cmd = Command::new(cachescope());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(trace)
+        .arg("--")
+        .arg(program)
+        .args(args);
+    cmd
 }
 
 /// All events of every thread, by thread.

@@ -15,13 +15,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use addr2line::gimli;
-use gimli::AttributeValue;
 
-use super::links::text;
+use super::links::{linked, text};
 use super::module::demangled;
 
-/// How many abstract-origin/specification links, and enclosing lambdas, are followed (a
-/// cycle in corrupt DWARF must end).
+/// How many enclosing lambdas are followed (a cycle in corrupt DWARF must end).
 const MAX_LINKS: usize = 8;
 
 /// Code ranges of lambda bodies with their names. Ranges nest (a lambda inlined into a
@@ -131,20 +129,9 @@ fn declaration_of<R: gimli::Reader>(
     entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
     decls: &HashMap<gimli::UnitOffset<R::Offset>, Option<gimli::UnitOffset<R::Offset>>>,
 ) -> Option<gimli::UnitOffset<R::Offset>> {
-    let mut current = entry.clone();
-    for _ in 0..MAX_LINKS {
-        if decls.contains_key(&current.offset()) {
-            return Some(current.offset());
-        }
-        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match current.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            })?;
-        current = unit.entry(link).ok()?;
-    }
-    None
+    linked(unit, entry)
+        .map(|e| e.offset())
+        .find(|o| decls.contains_key(o))
 }
 
 /// Each declaration's name: its enclosing function's (itself a lambda's, for a lambda

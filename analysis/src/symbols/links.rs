@@ -8,6 +8,25 @@ use gimli::AttributeValue;
 /// corrupt DWARF must end).
 const MAX_LINKS: usize = 8;
 
+/// `entry`, then the entries its abstract origin or specification links lead to, one after
+/// the other (at most [`MAX_LINKS`] of them).
+pub(crate) fn linked<'a, R: gimli::Reader>(
+    unit: &'a gimli::Unit<R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> impl Iterator<Item = gimli::DebuggingInformationEntry<'a, 'a, R>> + 'a {
+    let first = unit.entry(entry.offset()).ok();
+    std::iter::successors(first, move |current| {
+        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|a| match current.attr_value(a) {
+                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                _ => None,
+            })?;
+        unit.entry(link).ok()
+    })
+    .take(MAX_LINKS)
+}
+
 /// Attribute `at` of `entry`, or of the declaration its abstract origin or specification
 /// links lead to.
 pub(crate) fn attr<R: gimli::Reader>(
@@ -15,20 +34,7 @@ pub(crate) fn attr<R: gimli::Reader>(
     entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
     at: gimli::DwAt,
 ) -> Option<AttributeValue<R>> {
-    let mut current = entry.clone();
-    for _ in 0..MAX_LINKS {
-        if let Ok(Some(v)) = current.attr_value(at) {
-            return Some(v);
-        }
-        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match current.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            })?;
-        current = unit.entry(link).ok()?;
-    }
-    None
+    linked(unit, entry).find_map(|e| e.attr_value(at).ok().flatten())
 }
 
 /// A string attribute of `entry` (or its declaration).
