@@ -425,16 +425,21 @@ fn addr2line_is_available() {
     );
 }
 
-#[test]
-fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let prog = build(
-        dir.path(),
+/// `tests/record/lifecycle.c` built into `dir` (gcc -O1).
+fn lifecycle(dir: &Path) -> PathBuf {
+    build(
+        dir,
         "lifecycle",
         "gcc",
         source("lifecycle.c").as_path(),
         &["-O1"],
-    );
+    )
+}
+
+#[test]
+fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = lifecycle(dir.path());
     let trace = dir.path().join("spin.cstrace");
     // An earlier recording at the output: a run cut short by a signal must not replace it.
     std::fs::write(&trace, b"an earlier trace").unwrap();
@@ -470,13 +475,7 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
 #[test]
 fn a_program_ending_with_exit_underscore_leaves_its_complete_chunks() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = build(
-        dir.path(),
-        "lifecycle",
-        "gcc",
-        source("lifecycle.c").as_path(),
-        &["-O1"],
-    );
+    let prog = lifecycle(dir.path());
     let trace = dir.path().join("quit.cstrace");
     let pidfile = dir.path().join("pid");
     let o = record_command(&trace, &prog, &["quit", pidfile.to_str().unwrap()])
@@ -510,13 +509,7 @@ fn a_program_ending_with_exit_underscore_leaves_its_complete_chunks() {
 #[test]
 fn a_forked_child_does_not_write_into_the_parents_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = build(
-        dir.path(),
-        "lifecycle",
-        "gcc",
-        source("lifecycle.c").as_path(),
-        &["-O1"],
-    );
+    let prog = lifecycle(dir.path());
     let trace = dir.path().join("fork.cstrace");
     let pidfile = dir.path().join("pid");
     let out = record(&trace, &prog, &["fork", pidfile.to_str().unwrap()], 1);
