@@ -191,6 +191,15 @@ fn bad_input_is_exit_2_with_a_reason() {
     let o = cachescope(&["bandwidth", t, "--set", "cores=1"]);
     assert_exit_2(&o, "give --set cores=2");
     assert!(!stderr(&o).contains("round-robin"), "{}", stderr(&o));
+    // More threads than any model has cores: no advice that validation would refuse.
+    let many = support::gen_trace(
+        dir.path(),
+        "many.cstrace",
+        "stream",
+        &["--threads", "65", "--size", "16K"],
+    );
+    let o = cachescope(&["bandwidth", many.to_str().unwrap()]);
+    assert_exit_2(&o, "65 threads and a model has at most 64 cores");
     assert_exit_2(
         &cachescope(&["bandwidth", t, "--set", "bandwidth.ipc=-1"]),
         "bandwidth.ipc",

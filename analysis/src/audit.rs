@@ -209,8 +209,9 @@ pub struct Finding {
     /// The storing site with the most accesses (the writer); the instructions of one source
     /// line count together (`pc` is one of them).
     pub writer: Option<Site>,
-    /// The most frequent storing site of another thread on the same lines (the victim), else
-    /// its most frequent site, counted the same way.
+    /// The most frequent storing site of another thread on the same lines (the victim), if
+    /// it has at least 1 % of that thread's most frequent site's accesses; else its most
+    /// frequent site. Counted the same way.
     pub victim: Option<Site>,
     /// A heap block's allocation: the program's line its name gives.
     pub allocated_at: Option<SourceLine>,
@@ -712,12 +713,16 @@ fn by_source_line(sites: impl IntoIterator<Item = Site>) -> Vec<Site> {
     merged
 }
 
-/// The same thread and direction at the same known source line.
+/// The same thread and direction at the same known source line, or where the line is not
+/// known (no debug information, no recorded code position) at the same code position.
 fn same_source_line(a: &Site, b: &Site) -> bool {
-    a.line.is_some()
-        && a.file.is_some()
-        && (a.thread, a.store, &a.function, &a.file, a.line)
-            == (b.thread, b.store, &b.function, &b.file, b.line)
+    let known = |s: &Site| s.line.is_some() && s.file.is_some();
+    (a.thread, a.store) == (b.thread, b.store)
+        && match (known(a), known(b)) {
+            (true, true) => (&a.function, &a.file, a.line) == (&b.function, &b.file, b.line),
+            (false, false) => a.pc == b.pc,
+            _ => false,
+        }
 }
 
 /// A site with its source location.
@@ -965,7 +970,11 @@ fn finding(
     // next (a stack variable, placed anew with every run), which would change the fingerprint.
     let victim = writer.as_ref().and_then(|w| {
         let other = |s: &Site| s.thread != w.thread;
-        most_accessed(&ranked, |s| other(s) && s.store, |s| s.count)
+        // A store counts if it is not negligible next to the thread's reads (one write of a
+        // neighbour read a million times is not what suffers).
+        let top = ranked.iter().filter(|s| other(s)).map(|s| s.count).max()?;
+        let store = |s: &Site| other(s) && s.store && s.count.saturating_mul(100) >= top;
+        most_accessed(&ranked, store, |s| s.count)
             .or_else(|| most_accessed(&ranked, other, |s| s.count))
             .cloned()
     });
@@ -1336,4 +1345,49 @@ fn fingerprint(
         }
     }
     format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(thread: ThreadId, pc: u64, line: Option<u32>, count: u64) -> Site {
+        Site {
+            thread,
+            pc: CodePos::new(pc),
+            store: true,
+            count,
+            function: line.map(|_| "f".to_string()),
+            file: line.map(|_| "f.c".to_string()),
+            line,
+        }
+    }
+
+    #[test]
+    fn sites_are_merged_by_source_line_else_by_code_position() {
+        let merged = by_source_line([
+            // An unrolled store: two instructions of line 9.
+            site(1, 0x10, Some(9), 40),
+            site(1, 0x18, Some(9), 40),
+            // Without a line: one instruction seen twice stays one, another stays apart.
+            site(1, 0x40, None, 50),
+            site(1, 0x40, None, 10),
+            site(1, 0x48, None, 30),
+            // Another thread's copy of line 9.
+            site(2, 0x10, Some(9), 5),
+        ]);
+        let summary: Vec<(ThreadId, Option<u32>, u64, u64)> = merged
+            .iter()
+            .map(|s| (s.thread, s.line, s.pc.map_or(0, CodePos::addr), s.count))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (1, Some(9), 0x10, 80),
+                (1, None, 0x40, 60),
+                (1, None, 0x48, 30),
+                (2, Some(9), 0x10, 5)
+            ]
+        );
+    }
 }

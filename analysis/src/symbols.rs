@@ -562,11 +562,12 @@ impl Symbolizer {
         }
         // Lambdas g++ inlined are `operator()` in DWARF: named after the function they are
         // written in, innermost frame first.
-        let mut lambdas = m.lambdas_at(probe).into_iter();
-        let frames = std::iter::once(&mut loc.function)
-            .chain(loc.inlined_into.iter_mut().map(|c| &mut c.function));
-        for name in frames {
-            if name.as_deref() == Some(lambdas::BARE_CALL_OPERATOR) {
+        let bare = |name: &Option<String>| name.as_deref() == Some(lambdas::BARE_CALL_OPERATOR);
+        if bare(&loc.function) || loc.inlined_into.iter().any(|c| bare(&c.function)) {
+            let mut lambdas = m.lambdas_at(probe).into_iter();
+            let frames = std::iter::once(&mut loc.function)
+                .chain(loc.inlined_into.iter_mut().map(|c| &mut c.function));
+            for name in frames.filter(|n| bare(n)) {
                 match lambdas.next() {
                     Some(lambda) => *name = Some(lambda.to_string()),
                     None => break,

@@ -85,6 +85,13 @@ pub fn analyse_trace(a: &BandwidthArgs) -> Result<BandwidthAnalysis> {
     // Checked here, not by the placement: its advice (`--map round-robin`) puts two threads
     // on a core, which the analysis refuses (thesis §4.3.1).
     let threads = trace.threads().len();
+    if threads > cachescope_sim::model::MAX_CORES as usize {
+        bail!(
+            "bandwidth analysis needs one core per thread, but the trace has {threads} threads \
+             and a model has at most {} cores",
+            cachescope_sim::model::MAX_CORES
+        );
+    }
     if threads > model.cores as usize {
         bail!(
             "bandwidth analysis needs one core per thread, but the trace has {threads} threads \

@@ -22,25 +22,31 @@ use super::module::demangled;
 /// How many enclosing lambdas are followed (a cycle in corrupt DWARF must end).
 const MAX_LINKS: usize = 8;
 
+/// A lambda instance's code range: `start`, `end`, the instance's depth in its unit's entry
+/// tree (an instance inlined into another lies deeper), its name.
+type Range = (u64, u64, isize, Arc<str>);
+
 /// Code ranges of lambda bodies with their names. Ranges nest (a lambda inlined into a
 /// function inlined into another lambda) but never partly overlap in sane DWARF.
 #[derive(Debug, Default)]
 pub(crate) struct Lambdas {
-    /// `(start, end, name)`, sorted by start.
-    ranges: Vec<(u64, u64, Arc<str>)>,
+    /// Sorted by start.
+    ranges: Vec<Range>,
 }
 
 impl Lambdas {
     /// The names of the lambdas whose code holds link-time address `addr`, innermost (the
-    /// shortest range) first.
+    /// deepest instance; of equals the shortest range) first.
     pub fn names_at(&self, addr: u64) -> Vec<&str> {
-        let end = self.ranges.partition_point(|&(start, _, _)| start <= addr);
-        let mut around: Vec<&(u64, u64, Arc<str>)> = self.ranges[..end]
-            .iter()
-            .filter(|&&(_, e, _)| addr < e)
-            .collect();
-        around.sort_by_key(|&&(s, e, _)| e - s);
-        around.into_iter().map(|(_, _, n)| &**n).collect()
+        let end = self.ranges.partition_point(|r| r.0 <= addr);
+        let mut around: Vec<&Range> = self.ranges[..end].iter().filter(|r| addr < r.1).collect();
+        around.sort_by_key(|r| (std::cmp::Reverse(r.2), r.1 - r.0));
+        around.into_iter().map(|r| &*r.3).collect()
+    }
+
+    /// Whether any lambda was found (most C programs have none).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
     }
 }
 
@@ -63,7 +69,9 @@ pub(crate) fn lambdas<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> Lambdas {
         }
         let names = names(dwarf, &unit, &decls);
         let mut entries = unit.entries();
-        while let Ok(Some((_, entry))) = entries.next_dfs() {
+        let mut depth: isize = 0;
+        while let Ok(Some((delta, entry))) = entries.next_dfs() {
+            depth += delta;
             if !matches!(
                 entry.tag(),
                 gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
@@ -77,7 +85,7 @@ pub(crate) fn lambdas<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> Lambdas {
             if let Ok(mut it) = dwarf.die_ranges(&unit, entry) {
                 while let Ok(Some(r)) = it.next() {
                     if r.begin < r.end {
-                        ranges.push((r.begin, r.end, Arc::clone(name)));
+                        ranges.push((r.begin, r.end, depth, Arc::clone(name)));
                     }
                 }
             }
@@ -204,17 +212,24 @@ mod tests {
     fn the_innermost_lambda_comes_first() {
         let l = Lambdas {
             ranges: vec![
-                (0x100, 0x200, Arc::from("main::{lambda}")),
-                (0x140, 0x160, Arc::from("main::{lambda}::{lambda}")),
-                (0x300, 0x310, Arc::from("f::{lambda}")),
+                (0x100, 0x200, 3, Arc::from("main::{lambda}")),
+                (0x140, 0x160, 5, Arc::from("main::{lambda}::{lambda}")),
+                // The outer instance's range in pieces, one of them short, and an inner one
+                // covering exactly the same code as its outer one: depth decides.
+                (0x280, 0x284, 2, Arc::from("g::{lambda}")),
+                (0x280, 0x290, 4, Arc::from("g::{lambda}::{lambda}")),
+                (0x300, 0x310, 2, Arc::from("f::{lambda}")),
+                (0x300, 0x310, 4, Arc::from("f::{lambda}::{lambda}")),
             ],
         };
         assert_eq!(
             l.names_at(0x150),
             ["main::{lambda}::{lambda}", "main::{lambda}"]
         );
+        assert_eq!(l.names_at(0x282), ["g::{lambda}::{lambda}", "g::{lambda}"]);
+        assert_eq!(l.names_at(0x305), ["f::{lambda}::{lambda}", "f::{lambda}"]);
         assert_eq!(l.names_at(0x100), ["main::{lambda}"]);
         assert!(l.names_at(0x200).is_empty());
-        assert_eq!(l.names_at(0x30f), ["f::{lambda}"]);
+        assert!(l.names_at(0x310).is_empty());
     }
 }

@@ -323,7 +323,7 @@ impl LoadedModule {
     /// first (see `lambdas.rs`; the DWARF must already be parsed, as by [`Self::context`]).
     pub fn lambdas_at(&self, addr: u64) -> Vec<&str> {
         match &self.dwarf {
-            Dwarf::Ready(parsed) => parsed.lambdas.names_at(addr),
+            Dwarf::Ready(parsed) if !parsed.lambdas.is_empty() => parsed.lambdas.names_at(addr),
             _ => Vec::new(),
         }
     }
