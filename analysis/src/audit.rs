@@ -635,7 +635,7 @@ fn attach_simulation(
             None => lines.push((w, v)),
         }
     }
-    f.simulated_pair = most_accessed(&lines, |_| true, |(w, _)| w.count).cloned();
+    f.simulated_pair = most_accessed(&lines, |_| true, |(w, _)| w).cloned();
 }
 
 /// Counts at least this share of the highest are a tie, settled by source position: the
@@ -644,35 +644,22 @@ fn attach_simulation(
 /// so its fingerprint — must not follow it from one recording to the next.
 const COMPARABLE_COUNTS: f64 = 0.99;
 
-/// Of the `items` that `keep`, the one with the highest `count`, where counts within
-/// [`COMPARABLE_COUNTS`] of it are settled by [`source_order`] (of the first site of a pair).
-fn most_accessed<T: SourceOrdered>(
+/// Of the `items` that `keep`, the one whose `site` has the most accesses, where counts within
+/// [`COMPARABLE_COUNTS`] of it are settled by [`source_order`].
+fn most_accessed<T>(
     items: &[T],
     keep: impl Fn(&T) -> bool,
-    count: impl Fn(&T) -> u64,
+    site: impl Fn(&T) -> &Site,
 ) -> Option<&T> {
-    let max = items.iter().filter(|i| keep(i)).map(&count).max()?;
+    let max = items
+        .iter()
+        .filter(|i| keep(i))
+        .map(|i| site(i).count)
+        .max()?;
     items
         .iter()
-        .filter(|i| keep(i) && count(i) as f64 >= max as f64 * COMPARABLE_COUNTS)
-        .min_by(|a, b| a.order().cmp(&b.order()))
-}
-
-/// What orders sites by their place in the source (see [`source_order`]).
-trait SourceOrdered {
-    fn order(&self) -> SourceOrder<'_>;
-}
-
-impl SourceOrdered for Site {
-    fn order(&self) -> SourceOrder<'_> {
-        source_order(self)
-    }
-}
-
-impl SourceOrdered for (Site, Site) {
-    fn order(&self) -> SourceOrder<'_> {
-        source_order(&self.0)
-    }
+        .filter(|i| keep(i) && site(i).count as f64 >= max as f64 * COMPARABLE_COUNTS)
+        .min_by(|a, b| source_order(site(a)).cmp(&source_order(site(b))))
 }
 
 /// Known lines first, then by file, line, loads before stores, thread and function: nothing
@@ -964,7 +951,7 @@ fn finding(
             .into_iter()
             .map(|(k, n)| located(symbols, k.thread, k.pc, k.store, n)),
     );
-    let writer = most_accessed(&ranked, |s| s.store, |s| s.count).cloned();
+    let writer = most_accessed(&ranked, |s| s.store, |s| s).cloned();
     // The victim's own writes first: they are what shares the line with the writer's, while
     // its reads may be of a neighbour that shares the line in one recording and not in the
     // next (a stack variable, placed anew with every run), which would change the fingerprint.
@@ -974,8 +961,8 @@ fn finding(
         // neighbour read a million times is not what suffers).
         let top = ranked.iter().filter(|s| other(s)).map(|s| s.count).max()?;
         let store = |s: &Site| other(s) && s.store && s.count.saturating_mul(100) >= top;
-        most_accessed(&ranked, store, |s| s.count)
-            .or_else(|| most_accessed(&ranked, other, |s| s.count))
+        most_accessed(&ranked, store, |s| s)
+            .or_else(|| most_accessed(&ranked, other, |s| s))
             .cloned()
     });
     let mut offsets: Vec<u64> = blocks

@@ -90,6 +90,11 @@ fn kinds(report: &AuditReport) -> Vec<(FindingKind, &'static str)> {
         .collect()
 }
 
+/// The findings' kinds and object kinds are `expected`, in order.
+fn assert_kinds(report: &AuditReport, expected: &[(FindingKind, &str)]) {
+    assert_eq!(kinds(report), expected, "{report:#?}");
+}
+
 #[test]
 fn a_heap_block_freed_before_the_segment_ends_keeps_its_name() {
     let base = 0x10_0000;
@@ -290,7 +295,7 @@ fn memory_in_a_recorded_stack_frame_is_stack_memory_until_the_frames_are_replace
     main.extend(counters(stack + 0x40, 0));
     let (_dir, t) = trace(vec![main, counters(stack + 0x40, 1)]);
     let r = audit_of(&t);
-    assert_eq!(kinds(&r), [(FindingKind::FalseSharing, "stack")], "{r:#?}");
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "stack")]);
     // No DWARF here: the trace's thread names the stack.
     assert_eq!(r.findings[0].object.name, "stack of thread 0");
     assert!(r.findings[0].declared_at.is_none());
@@ -303,11 +308,7 @@ fn memory_in_a_recorded_stack_frame_is_stack_memory_until_the_frames_are_replace
     main.extend(counters(stack + 0x40, 0));
     let (_dir, t) = trace(vec![main, counters(stack + 0x40, 1)]);
     let r = audit_of(&t);
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::FalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "unknown")]);
 }
 
 #[test]
@@ -338,7 +339,7 @@ fn a_thread_created_after_a_barrier_is_not_concurrent_with_what_came_before_it()
     let second = created_counters(base, 1);
     let (_dir, t) = trace(vec![main, first.clone(), second.clone()]);
     let r = audit_of(&t);
-    assert_eq!(kinds(&r), [], "{r:#?}");
+    assert_kinds(&r, &[]);
 
     // Created before the barrier instead, thread 2 runs beside thread 1: false sharing.
     let mut main = vec![
@@ -352,11 +353,7 @@ fn a_thread_created_after_a_barrier_is_not_concurrent_with_what_came_before_it()
     ]);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::FalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "unknown")]);
 }
 
 #[test]
@@ -374,11 +371,7 @@ fn a_thread_created_by_a_thread_with_a_higher_id_starts_in_its_creators_segment(
     let first = created_counters(base, 0);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::FalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "unknown")]);
 }
 
 #[test]
@@ -395,7 +388,7 @@ fn threads_of_a_wave_the_main_thread_joined_are_not_concurrent_with_the_next_wav
     ];
     let (_dir, t) = trace(vec![waves, worker(0), worker(1)]);
     let r = audit_of(&t);
-    assert_eq!(kinds(&r), [], "{r:#?}");
+    assert_kinds(&r, &[]);
     // Both created before either is joined: false sharing.
     let together = vec![
         Event::ThreadCreate { child: 1 },
@@ -405,11 +398,7 @@ fn threads_of_a_wave_the_main_thread_joined_are_not_concurrent_with_the_next_wav
     ];
     let (_dir, t) = trace(vec![together, worker(0), worker(1)]);
     let r = audit_of(&t);
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::FalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "unknown")]);
 }
 
 #[test]
@@ -430,11 +419,7 @@ fn the_main_threads_work_after_a_join_is_concurrent_with_threads_it_did_not_join
     let second = created_counters(base, 1);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::FalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "unknown")]);
 }
 
 #[test]
@@ -455,7 +440,7 @@ fn the_set_up_of_a_next_wave_is_not_concurrent_with_that_wave() {
     let second = created_counters(base, 1);
     let (_dir, t) = trace(vec![main, first, second]);
     let r = audit_of(&t);
-    assert_eq!(kinds(&r), [], "{r:#?}");
+    assert_kinds(&r, &[]);
 }
 
 #[test]
@@ -467,11 +452,7 @@ fn a_line_is_named_by_the_data_stored_to_most_not_by_a_neighbour_written_once() 
     first.extend(counters(base + 16, 0));
     let (_dir, t) = trace(vec![first, counters(base + 16, 1)]);
     let r = audit_of(&t);
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::FalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::FalseSharing, "unknown")]);
     // The address that names the object (a global's symbol, a local's variable).
     let layout = Layout {
         line_size: 64,
@@ -511,15 +492,11 @@ fn stack_memory_is_predicted_only_at_shifts_the_stack_alignment_allows() {
     };
     let machine = machine();
     let r = audit(&t, machine, None, &config).unwrap();
-    assert_eq!(kinds(&r), [], "{r:#?}");
+    assert_kinds(&r, &[]);
     // The same memory outside any recorded frame may land anywhere: latent at that shift.
     let (_dir, t) = trace(vec![counters(base + 8, 0), counters(base + 56, 1)]);
     let r = audit(&t, machine, None, &config).unwrap();
-    assert_eq!(
-        kinds(&r),
-        [(FindingKind::LatentFalseSharing, "unknown")],
-        "{r:#?}"
-    );
+    assert_kinds(&r, &[(FindingKind::LatentFalseSharing, "unknown")]);
     assert_eq!(r.findings[0].layout.shift, 56);
 }
 
@@ -550,7 +527,7 @@ fn true_sharing_next_to_read_mostly_data_shows_the_replays_false_misses() {
     let machine = machine();
     let model = cachescope_sim::MachineModel::load("ivybridge-4c").unwrap();
     let r = audit(&t, machine, Some(&model), &config).unwrap();
-    assert_eq!(kinds(&r), [], "{r:#?}");
+    assert_kinds(&r, &[]);
     assert_eq!(r.true_sharing.len(), 1, "{r:#?}");
     let ts = &r.true_sharing[0];
     assert!(ts.simulated_true.is_some_and(|n| n > 0), "{ts:#?}");

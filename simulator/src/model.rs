@@ -633,7 +633,7 @@ impl MachineModel {
             }
         }
         let before: Vec<&str> = self.levels.iter().map(|l| l.name.as_str()).collect();
-        drop_stale_paths(&mut value, &before, overrides, source_name);
+        carry_or_drop_stale_paths(&mut value, &before, overrides, source_name);
         let text = toml::to_string(&value).map_err(|e| ModelError {
             source_name: source_name.into(),
             field: "(overrides)".into(),
@@ -739,7 +739,7 @@ impl fmt::Display for MachineModel {
 /// (`levels.L2.shared=false` on a preset: its `L1-L1` path becomes `L2-L2`), with a warning;
 /// a limit an override sets itself is kept, and validation names it if its path is unknown.
 /// `before`: the base model's level names.
-fn drop_stale_paths(
+fn carry_or_drop_stale_paths(
     value: &mut toml::Value,
     before: &[&str],
     overrides: &[String],
@@ -812,12 +812,11 @@ fn drop_stale_paths(
             None => dropped.push(name),
         }
     }
-    let stale = dropped;
-    if !stale.is_empty() {
+    if !dropped.is_empty() {
         tracing::warn!(
             "{source_name}: the overrides leave no data path {}; its bandwidth limits are \
              dropped (this hierarchy has {})",
-            stale.join(", "),
+            dropped.join(", "),
             known.join(", ")
         );
     }
