@@ -9,7 +9,7 @@ use cachescope_analysis::heap::HeapMap;
 use cachescope_analysis::pluto::{estimate_trace, Layout};
 use cachescope_analysis::stack::StackMap;
 use cachescope_schema::{
-    Access, AccessKind, CodePos, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter,
+    Access, AccessKind, Alignment, CodePos, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter,
 };
 
 const REPS: u64 = 500;
@@ -246,6 +246,45 @@ fn the_main_threads_set_up_and_tear_down_are_not_concurrent_with_its_threads() {
     }
     // Set-up, the threads' segment, tear-down.
     assert_eq!(report.segments, 3);
+}
+
+#[test]
+fn lines_the_main_thread_wrote_alone_do_not_dilute_a_finding() {
+    // A 512-byte heap block the main thread zeroes line by line before it creates two
+    // threads, which then update one word each of its first line: per-thread data on one
+    // line, the whole of what the threads share. The set-up's eight lines must not count in
+    // the fraction of the object's written lines that are falsely shared (1 of 8 is below the
+    // default 0.2, and the audit passed).
+    let base = 0x10_0000u64;
+    let mut main = vec![Event::Alloc {
+        addr: base,
+        size: 512,
+        site: CodePos::new(0x40_0100),
+        align: Alignment::new(64),
+    }];
+    main.extend((0..64).map(|w| access(AccessKind::Store, base + 8 * w, 8, 0x40_0200)));
+    main.push(Event::ThreadCreate { child: 1 });
+    main.push(Event::ThreadCreate { child: 2 });
+    main.push(Event::ThreadJoin { child: 1 });
+    main.push(Event::ThreadJoin { child: 2 });
+    let (_dir, t) = trace(vec![
+        main,
+        created_counters(base, 1),
+        created_counters(base, 2),
+    ]);
+    let config = AuditConfig {
+        simulate: false,
+        ..AuditConfig::default()
+    };
+    let report = audit(&t, machine(), None, &config).unwrap();
+    let f = report
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::FalseSharing)
+        .unwrap_or_else(|| panic!("{report:#?}"));
+    assert_eq!(f.object.kind, "heap", "{f:#?}");
+    assert_eq!(f.line_fraction, 1.0, "{f:#?}");
+    assert!(f.exceeds && report.fails(), "{f:#?}");
 }
 
 #[test]

@@ -324,8 +324,12 @@ pub struct PlutoReport {
     /// Per thread: time units spent inside parallel regions (`RegionBegin`..`RegionEnd`), 0
     /// for threads that never entered one (e.g. plain pthreads).
     pub region_units: BTreeMap<ThreadId, u64>,
-    /// Every block written during the run (start addresses in the recorded address space), to
-    /// tell how much of an object's written data a finding covers.
+    /// Every block written during the run's concurrent segments (start addresses in the
+    /// recorded address space), to tell how much of an object's written data a finding
+    /// covers. Segments of one thread (the main thread's set-up before it creates threads,
+    /// its tear-down after joining them) do not count: a buffer the main thread zeroes
+    /// whole before its threads each update one line of it is per-thread data on that line,
+    /// not a large object shared at a border.
     #[serde(skip)]
     written_blocks: BlockSet,
 }
@@ -573,7 +577,9 @@ impl Estimator {
     /// Ends segment k of every thread (after both passes): estimates it and adds the
     /// transfers from segment k−1 (`touched`: this segment's first pass; `previous`: the
     /// previous segment's). `heap` names heap data as it is live now, or was when it was freed
-    /// during the segment; `stacks` names stack data by the frames recorded last.
+    /// during the segment; `stacks` names stack data by the frames recorded last;
+    /// `concurrent`: two or more threads accessed memory in the segment (only then do its
+    /// writes count in [`PlutoReport::written_in`]).
     fn end_segment(
         &mut self,
         touched: &TouchTable,
@@ -581,6 +587,7 @@ impl Estimator {
         detail: &SegmentDetail,
         heap: &HeapMap,
         stacks: &StackMap,
+        concurrent: bool,
     ) {
         self.segments += 1;
         let segment = self.segments;
@@ -593,12 +600,14 @@ impl Estimator {
                 Visit::Block(block, t) => (block, t),
                 // A block of a quiet page: neither shared nor moving between cores.
                 Visit::Written(block) => {
-                    written.insert(block.wrapping_sub(layout.shift));
+                    if concurrent {
+                        written.insert(block.wrapping_sub(layout.shift));
+                    }
                     return;
                 }
             };
             let recorded = block.wrapping_sub(layout.shift);
-            if t.store {
+            if t.store && concurrent {
                 written.insert(recorded);
             }
             let b = detailed
@@ -822,6 +831,8 @@ fn estimate_buffered(
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
         // Events each thread's stream gave in this round, for the second pass.
         let mut consumed = vec![0u64; streams.len()];
+        // Threads that accessed memory in this round.
+        let mut accessing = vec![false; streams.len()];
         buffer.clear();
         let mut overflow = false;
         if main.waiting
@@ -905,6 +916,7 @@ fn estimate_buffered(
                         }
                         Some(Ok(Event::Access(a))) => {
                             any = true;
+                            accessing[i] = true;
                             touched.touch(*tid, a.kind, a.addr, a.size);
                             if buffer.len() < limit {
                                 buffer.push((*tid, a));
@@ -990,9 +1002,10 @@ fn estimate_buffered(
         }
         detail.seal();
         let (live, frames, counted) = (&*heap, &*stacks, &detail);
-        estimators
-            .par_iter_mut()
-            .for_each(|est| est.end_segment(&touched, &previous, counted, live, frames));
+        let concurrent = accessing.iter().filter(|&&a| a).count() >= 2;
+        estimators.par_iter_mut().for_each(|est| {
+            est.end_segment(&touched, &previous, counted, live, frames, concurrent)
+        });
         // This segment's pages become the previous ones; the old table's room is reused.
         std::mem::swap(&mut touched, &mut previous);
         touched.clear();
@@ -1144,8 +1157,15 @@ mod tests {
             }
             detail.seal();
             let (heap, stacks) = (HeapMap::new(), StackMap::new());
-            self.est
-                .end_segment(&self.touched, &self.previous, &detail, &heap, &stacks);
+            let threads: BTreeSet<ThreadId> = accesses.iter().map(|a| a.0).collect();
+            self.est.end_segment(
+                &self.touched,
+                &self.previous,
+                &detail,
+                &heap,
+                &stacks,
+                threads.len() >= 2,
+            );
             std::mem::swap(&mut self.touched, &mut self.previous);
             self.touched.clear();
         }
