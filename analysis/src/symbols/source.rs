@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 
+/// Source files larger than this are not read (no C or C++ source is that large; a path a
+/// hostile trace names could be a huge file).
+const MAX_SOURCE_BYTES: u64 = 64 << 20;
+
 /// Source files read so far (or found unreadable), each read once.
 #[derive(Debug, Default)]
 pub(crate) struct SourceLines {
@@ -11,10 +15,15 @@ pub(crate) struct SourceLines {
 impl SourceLines {
     /// Line `line` (1-based) of `file`, its whitespace runs collapsed to one space and trimmed
     /// (re-indenting does not change it); `None` when the file cannot be read (built
-    /// elsewhere, deleted) or is shorter.
+    /// elsewhere, deleted), is not a regular file (a `#line` directive can name a FIFO or
+    /// `/dev/zero`, which would make the audit wait or read forever) or is shorter.
     pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<&str> {
         let lines = self.files.entry(file.to_owned()).or_insert_with(|| {
-            let bytes = std::fs::read(file).ok()?;
+            let meta = std::fs::metadata(file).ok()?;
+            if meta.len() > MAX_SOURCE_BYTES {
+                return None;
+            }
+            let bytes = super::module::read_regular_file(std::path::Path::new(file)).ok()?;
             Some(
                 String::from_utf8_lossy(&bytes)
                     .lines()
@@ -46,5 +55,21 @@ mod tests {
         std::fs::write(p, "changed\n").expect("rewrite");
         assert_eq!(s.line(p, 1), Some("int x;"));
         assert_eq!(s.line("/nonexistent/b.c", 1), None);
+    }
+
+    #[test]
+    fn special_files_are_not_read() {
+        let mut s = SourceLines::default();
+        // Would read forever.
+        assert_eq!(s.line("/dev/zero", 1), None);
+        // Would wait for a writer forever.
+        let dir = tempfile::tempdir().expect("tmp");
+        let fifo = dir.path().join("src.c");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        assert_eq!(s.line(fifo.to_str().expect("utf-8"), 1), None);
     }
 }
