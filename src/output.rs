@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use anyhow::{bail, Context, Result};
@@ -13,13 +14,27 @@ use crate::partial::Partial;
 
 pub use cachescope_analysis::numbers::thousands;
 
+/// Set once a reader closed standard output early: what the command prints after that is
+/// dropped.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
 /// Writes `text` to stdout. `print!` panics when stdout fails (a full disk, a closed pipe);
-/// this returns the error instead, so the command exits 2 with a message.
+/// this returns the error instead, so the command exits 2 with a message. A reader that
+/// closed the pipe early (`cachescope audit t | head -3`) is not an error: the rest of the
+/// output is dropped and the command ends as it would have, with its own exit code (an audit
+/// with findings still fails a CI step).
 pub fn print(text: impl std::fmt::Display) -> Result<()> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
-    write!(out, "{text}")
-        .and_then(|()| out.flush())
-        .context("writing to standard output")
+    match write!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r.context("writing to standard output"),
+    }
 }
 
 /// [`print()`] with a newline.

@@ -480,6 +480,43 @@ fn a_trace_through_a_pipe_is_refused_at_once_and_an_early_closed_pipe_is_no_erro
 }
 
 #[test]
+fn a_reader_closing_the_pipe_early_leaves_the_exit_code_alone() {
+    // `cachescope … | head`: the pipe closes before the command writes. Not an error (exit
+    // 2 until 2026-11-28); the audit still fails on its findings.
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let t = t.to_str().unwrap();
+    for (args, code) in [
+        (vec!["trace", "info", t], 0),
+        (vec!["trace", "verify", t], 0),
+        (vec!["simulate", t, "--json"], 0),
+        (vec!["simulate", t], 0),
+        (vec!["audit", t], 1),
+    ] {
+        let mut child = Command::new(support::cachescope())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
+    }
+    // A full disk is an error, and says it was the output that failed.
+    for args in [vec!["trace", "dump", t], vec!["trace", "info", t]] {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let o = Command::new(support::cachescope())
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_exit_2(&o, "writing to standard output");
+    }
+}
+
+#[test]
 fn out_of_range_options_and_wrong_kinds_of_paths_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

@@ -172,15 +172,19 @@ pub fn dump(
     })();
     match result {
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        // Reading the trace fails with a trace error; writing (a full disk) with these.
+        Err(e) if is_write_error(&e) => Err(e.context("writing to standard output")),
         Err(e) => Err(e),
         Ok(()) => {
-            out.flush().or_else(|e| {
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            })?;
+            out.flush()
+                .or_else(|e| {
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .context("writing to standard output")?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -194,6 +198,13 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         || e.downcast_ref::<serde_json::Error>()
             .and_then(|j| j.io_error_kind())
             == pipe
+}
+
+/// An error of writing the dump (as opposed to reading the trace).
+fn is_write_error(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>().is_some()
+        || e.downcast_ref::<serde_json::Error>()
+            .is_some_and(|j| j.io_error_kind().is_some())
 }
 
 /// `trace verify`.
