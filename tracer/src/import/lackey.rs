@@ -53,6 +53,19 @@ fn parse_access(rest: &str) -> Result<(u64, u32), String> {
     Ok((addr, size))
 }
 
+/// Reads `input` up to and including the next newline (or to its end), holding at most
+/// [`MAX_LINE`] bytes at a time.
+fn skip_rest_of_line<R: BufRead>(input: &mut R) -> std::io::Result<()> {
+    let mut piece = Vec::with_capacity(MAX_LINE);
+    loop {
+        piece.clear();
+        let n = Read::take(&mut *input, MAX_LINE as u64).read_until(b'\n', &mut piece)?;
+        if n == 0 || piece.last() == Some(&b'\n') {
+            return Ok(());
+        }
+    }
+}
+
 /// Reads Lackey output from `input` and writes a one-thread trace to `out`.
 pub fn import<R: BufRead, W: Write>(
     mut input: R,
@@ -90,6 +103,15 @@ pub fn import<R: BufRead, W: Write>(
         }
         stats.lines += 1;
         if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
+            // Valgrind's own messages can be long (`==PID== Command:` with the program's
+            // arguments); they are skipped whatever their length, in bounded pieces.
+            if line.starts_with(b"==") || line.starts_with(b"--") {
+                skip_rest_of_line(&mut input).map_err(|err| ImportError::Read {
+                    source_name: source_name.to_string(),
+                    err,
+                })?;
+                continue;
+            }
             return Err(parse_err(
                 stats.lines,
                 format!("line longer than {MAX_LINE} bytes"),
@@ -206,5 +228,21 @@ mod tests {
             import(long.as_bytes(), "x", Vec::new(), "p"),
             Err(ImportError::Parse { line: 1, .. })
         ));
+    }
+
+    #[test]
+    fn long_valgrind_messages_are_skipped() {
+        // A program run with long arguments: Valgrind's `Command:` line is as long as they are.
+        let command = format!("==7== Command: ./prog {}\n", "x".repeat(3 * MAX_LINE + 5));
+        for tail in ["I  04000bd0,3\n L 1000,4\n", ""] {
+            let text = format!("==7== Lackey\n{command}{tail}");
+            let (_, stats) = import(text.as_bytes(), "t", Vec::new(), "p").unwrap();
+            assert_eq!(stats.lines, if tail.is_empty() { 2 } else { 4 }, "{tail:?}");
+            assert_eq!(stats.data, u64::from(!tail.is_empty()), "{tail:?}");
+        }
+        // Without its newline, at the end of the input.
+        let text = format!("I  04000bd0,3\n--7-- {}", "y".repeat(1000));
+        let (_, stats) = import(text.as_bytes(), "t", Vec::new(), "p").unwrap();
+        assert_eq!(stats.fetches, 1);
     }
 }
