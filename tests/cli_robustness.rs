@@ -344,6 +344,66 @@ fn audit_baselines_may_be_upper_case_or_start_with_a_byte_order_mark() {
 }
 
 #[test]
+fn audit_reports_agree_with_the_exit_code() {
+    // Until 2026-11-28: `--write-baseline` exited 0 with a report, SARIF and JSON saying the
+    // run failed; `fail_on_latent` failed the run with findings labelled warnings; the JSON
+    // could not tell a baselined finding; the verdict rounded a threshold of 98.5% to 98%.
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");
+    let ts = t.to_str().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let json = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
+    };
+    let levels = |name: &str| -> Vec<String> {
+        json(name)["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["level"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (base, sarif, js) = (path("base.txt"), path("w.sarif"), path("w.json"));
+    let o = cachescope(&[
+        "audit",
+        ts,
+        "--write-baseline",
+        &base,
+        "--sarif",
+        &sarif,
+        "--json",
+        &js,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let w = json("w.json");
+    let findings = w["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    assert!(findings.iter().all(|f| f["baselined"] == true), "{w:#}");
+    assert!(levels("w.sarif").iter().all(|l| l == "note"));
+    let o = cachescope(&["audit", ts, "--write-baseline", &base]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("[baselined]") && !text.contains("FAIL"),
+        "{text}"
+    );
+    // Without a baseline the same findings fail, and say so.
+    let o = cachescope(&["audit", ts, "--json", &js]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let plain = json("w.json");
+    assert!(plain["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["baselined"] == false && f["exceeds"] == true && f["kind"] == "false_sharing"));
+    // The verdict states a threshold as given.
+    let cfg = dir.path().join("share.toml");
+    std::fs::write(&cfg, "min_time_share = 0.985\n").unwrap();
+    let o = cachescope(&["audit", ts, "--config", cfg.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(">= 98.5% of a thread's time"), "{text}");
+}
+
+#[test]
 fn audit_settings_out_of_range_exit_2_instead_of_passing() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

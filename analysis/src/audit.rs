@@ -231,8 +231,11 @@ pub struct Finding {
     /// Estimated events per 1000 time units (instructions) of the threads involved: the
     /// intensity, independent of how long the program ran.
     pub events_per_kilo_unit: f64,
-    /// Whether it exceeds the thresholds (false after a baseline accepted it).
+    /// Whether it exceeds the thresholds (every reported finding does).
     pub exceeds: bool,
+    /// Accepted by a baseline (`--baseline`, or written by `--write-baseline`): listed, but it
+    /// does not fail the audit.
+    pub baselined: bool,
     /// What to do about it.
     pub suggestion: String,
     /// Stable identity for baselines and SARIF (object + sites, not addresses).
@@ -278,11 +281,26 @@ pub struct TrueSharing {
 }
 
 impl AuditReport {
-    /// Whether the audit fails (a non-baselined finding exceeds the thresholds).
+    /// Whether the audit fails (a finding fails it, see [`Self::finding_fails`]).
     pub fn fails(&self) -> bool {
-        self.findings.iter().any(|f| {
-            f.exceeds && (f.kind == FindingKind::FalseSharing || self.config.fail_on_latent)
-        })
+        self.findings.iter().any(|f| self.finding_fails(f))
+    }
+
+    /// Whether `f` fails the audit: it exceeds the thresholds, no baseline accepted it, and it
+    /// is false sharing as recorded, or latent with `fail_on_latent`.
+    pub fn finding_fails(&self, f: &Finding) -> bool {
+        f.exceeds
+            && !f.baselined
+            && (f.kind == FindingKind::FalseSharing || self.config.fail_on_latent)
+    }
+
+    /// Marks the findings whose fingerprints `accepted` holds as baselined.
+    pub fn accept(&mut self, accepted: impl Fn(&str) -> bool) {
+        for f in &mut self.findings {
+            if accepted(&f.fingerprint) {
+                f.baselined = true;
+            }
+        }
     }
 }
 
@@ -1058,6 +1076,7 @@ fn finding(
         time_share: 0.0,
         events_per_kilo_unit: 0.0,
         exceeds: false,
+        baselined: false,
         suggestion,
         fingerprint,
     };

@@ -82,16 +82,18 @@ fn source_location(
     }))
 }
 
-fn result(f: &Finding, root: &Path, outside: &mut BTreeSet<String>) -> Value {
+fn result(report: &AuditReport, f: &Finding, root: &Path, outside: &mut BTreeSet<String>) -> Value {
     let (rule, index) = match f.kind {
         FindingKind::FalseSharing => (RULE_FALSE_SHARING, 0),
         FindingKind::LatentFalseSharing => (RULE_LATENT, 1),
     };
-    let level = match (f.kind, f.exceeds) {
+    let level = if f.baselined {
         // Accepted by the baseline: still listed, as a note.
-        (_, false) => "note",
-        (FindingKind::FalseSharing, true) => "error",
-        (FindingKind::LatentFalseSharing, true) => "warning",
+        "note"
+    } else if report.finding_fails(f) {
+        "error"
+    } else {
+        "warning"
     };
     let mut text = format!(
         "{} on '{}': about {} false-sharing events on {} cache line(s) of {} bytes, threads {:?}, estimated cost {:.2}% of a thread's time.",
@@ -175,7 +177,7 @@ pub fn to_sarif(report: &AuditReport, repo_root: &Path, version: &str) -> SarifL
     let results: Vec<Value> = report
         .findings
         .iter()
-        .map(|f| result(f, repo_root, &mut outside))
+        .map(|f| result(report, f, repo_root, &mut outside))
         .collect();
     let mut run = json!({
         "tool": {

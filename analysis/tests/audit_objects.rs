@@ -7,6 +7,7 @@
 use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine, AuditReport, FindingKind};
 use cachescope_analysis::heap::HeapMap;
 use cachescope_analysis::pluto::{estimate_trace, Layout};
+use cachescope_analysis::sarif::to_sarif;
 use cachescope_analysis::stack::StackMap;
 use cachescope_schema::{
     Access, AccessKind, Alignment, CodePos, Event, TimeUnit, TraceFile, TraceHeader, TraceWriter,
@@ -571,4 +572,36 @@ fn true_sharing_next_to_read_mostly_data_shows_the_replays_false_misses() {
     let ts = &r.true_sharing[0];
     assert!(ts.simulated_true.is_some_and(|n| n > 0), "{ts:#?}");
     assert!(ts.simulated_false.is_some_and(|n| n > 0), "{ts:#?}");
+}
+
+#[test]
+fn latent_findings_that_fail_the_audit_are_reported_as_failing() {
+    // Each thread's counter on a 64-byte line of its own: false sharing only with 128-byte
+    // lines. With `fail_on_latent` the finding fails the run, and SARIF says `error` (it said
+    // `warning` until 2026-11-28, and the report `[warn]`).
+    let base = 0x10_0000;
+    let (_dir, t) = trace(vec![counters(base, 0), counters(base + 56, 1)]);
+    let mut config = AuditConfig {
+        min_events: 100,
+        min_time_share: 0.0,
+        min_line_fraction: 0.0,
+        simulate: false,
+        ..AuditConfig::default()
+    };
+    for fail_on_latent in [false, true] {
+        config.fail_on_latent = fail_on_latent;
+        let report = audit(&t, machine(), None, &config).unwrap();
+        assert_kinds(&report, &[(FindingKind::LatentFalseSharing, "unknown")]);
+        assert_eq!(report.fails(), fail_on_latent);
+        assert_eq!(report.finding_fails(&report.findings[0]), fail_on_latent);
+        let log = to_sarif(&report, std::path::Path::new("/"), "test");
+        let level = &log.sarif["runs"][0]["results"][0]["level"];
+        assert_eq!(level, if fail_on_latent { "error" } else { "warning" });
+        // Accepted by a baseline: a note, and the run passes.
+        let mut accepted = report.clone();
+        accepted.accept(|_| true);
+        assert!(!accepted.fails() && accepted.findings[0].baselined);
+        let log = to_sarif(&accepted, std::path::Path::new("/"), "test");
+        assert_eq!(log.sarif["runs"][0]["results"][0]["level"], "note");
+    }
 }

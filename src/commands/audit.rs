@@ -95,11 +95,13 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     let mut report = audit(&trace, machine, Some(&model), &config)?;
     drop(progress);
     if let Some(accepted) = &baseline {
-        for f in &mut report.findings {
-            if accepted.contains(&f.fingerprint) {
-                f.exceeds = false;
-            }
-        }
+        report.accept(|fingerprint| accepted.contains(fingerprint));
+    }
+
+    if args.write_baseline.is_some() {
+        // Writing a baseline accepts every finding it writes, as reading it back would: the
+        // reports say so, and the run passes.
+        report.accept(|_| true);
     }
 
     // Every output is made before any is written, and the files are replaced together, so a
@@ -244,13 +246,15 @@ fn site_text(s: &cachescope_analysis::audit::Site) -> String {
     )
 }
 
-fn finding_text(n: usize, f: &Finding) -> String {
+fn finding_text(n: usize, f: &Finding, fails: bool) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
-    let status = match (f.exceeds, f.kind) {
-        (false, _) => "baselined",
-        (true, FindingKind::FalseSharing) => "FAIL",
-        (true, FindingKind::LatentFalseSharing) => "warn",
+    let status = if f.baselined {
+        "baselined"
+    } else if fails {
+        "FAIL"
+    } else {
+        "warn"
     };
     let _ = writeln!(
         o,
@@ -376,7 +380,7 @@ pub fn render(
         let _ = writeln!(o, "no false sharing found");
     }
     for (i, f) in r.findings.iter().enumerate() {
-        o.push_str(&finding_text(i + 1, f));
+        o.push_str(&finding_text(i + 1, f, r.finding_fails(f)));
     }
     for t in &r.true_sharing {
         let _ = writeln!(
@@ -403,10 +407,10 @@ pub fn render(
             }
         }
     }
-    let count = |kind: FindingKind, exceeding: bool| {
+    let count = |kind: FindingKind, fails: bool| {
         r.findings
             .iter()
-            .filter(|f| f.kind == kind && f.exceeds == exceeding)
+            .filter(|f| f.kind == kind && !f.baselined && r.finding_fails(f) == fails)
             .count()
     };
     let mut parts = Vec::new();
@@ -417,6 +421,10 @@ pub fn render(
         ),
         (
             count(FindingKind::LatentFalseSharing, true),
+            "latent false sharing (fails)",
+        ),
+        (
+            count(FindingKind::LatentFalseSharing, false),
             "latent false sharing (warns)",
         ),
     ] {
@@ -424,7 +432,7 @@ pub fn render(
             parts.push(format!("{n} {what}"));
         }
     }
-    let accepted = r.findings.iter().filter(|f| !f.exceeds).count();
+    let accepted = r.findings.iter().filter(|f| f.baselined).count();
     if accepted > 0 {
         parts.push(format!("{accepted} accepted by the baseline"));
     }
@@ -437,13 +445,20 @@ pub fn render(
     };
     let _ = writeln!(
         o,
-        "verdict: {}: {}{baseline} (a finding has >= {} events, >= {:.0}% of a thread's time \
-         and >= {:.0}% of the object's lines)",
+        "verdict: {}: {}{baseline} (a finding has >= {} events, >= {}% of a thread's time \
+         and >= {}% of the object's lines)",
         if r.fails() { "FAIL" } else { "pass" },
         parts.join(", "),
         r.config.min_events,
-        r.config.min_time_share * 100.0,
-        r.config.min_line_fraction * 100.0
+        percent(r.config.min_time_share),
+        percent(r.config.min_line_fraction)
     );
     o
+}
+
+/// A threshold share as a percentage with as many decimals as it has (up to four): 0.985 is
+/// "98.5", not a rounded "98" that misstates the threshold.
+fn percent(share: f64) -> String {
+    let text = format!("{:.4}", share * 100.0);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
