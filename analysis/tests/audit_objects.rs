@@ -605,3 +605,35 @@ fn latent_findings_that_fail_the_audit_are_reported_as_failing() {
         assert_eq!(log.sarif["runs"][0]["results"][0]["level"], "note");
     }
 }
+
+#[test]
+fn an_object_on_a_recorded_findings_line_is_not_latent() {
+    // Two 16-byte heap blocks on one line, each with one 8-byte part per thread; the line is
+    // named by the first (stored to more often). The second is falsely shared as recorded
+    // too (the finding names it as a neighbour): a shifted layout that gives it a line of its
+    // own must not report it as latent false sharing "with no false sharing as recorded"
+    // (until 2026-11-28 it did, counting its events a second time).
+    let (a, b) = (0x10_0000u64, 0x10_0020u64);
+    let alloc = |addr, site| Event::Alloc {
+        addr,
+        size: 16,
+        site: CodePos::new(site),
+        align: None,
+    };
+    let worker = |t: u64| -> Vec<Event> {
+        let mut e = Vec::new();
+        for i in 0..REPS {
+            e.push(access(AccessKind::Store, a + 8 * t, 8, 0x40_1000 + t));
+            if i % 2 == 0 {
+                e.push(access(AccessKind::Store, b + 8 * t, 8, 0x40_2000 + t));
+            }
+        }
+        e
+    };
+    let mut main = vec![alloc(a, 0x40_0100), alloc(b, 0x40_0200)];
+    main.extend(worker(0));
+    let (_dir, t) = trace(vec![main, worker(1)]);
+    let report = audit_of(&t);
+    assert_kinds(&report, &[(FindingKind::FalseSharing, "heap")]);
+    assert_eq!(report.findings[0].neighbours.len(), 1, "{report:#?}");
+}
