@@ -637,3 +637,56 @@ fn an_object_on_a_recorded_findings_line_is_not_latent() {
     assert_kinds(&report, &[(FindingKind::FalseSharing, "heap")]);
     assert_eq!(report.findings[0].neighbours.len(), 1, "{report:#?}");
 }
+
+#[test]
+fn a_stack_line_is_named_by_its_longest_shared_phase() {
+    // The main thread's frame holds, on one line, the threads' arguments (at +0x10, read once
+    // before a barrier while main writes the second thread's) and their counters (at +0x00,
+    // updated in the long phase after it). The line was named by the first phase that shared
+    // it, so the finding named whichever local that phase's address fell in (the arguments,
+    // or a thread handle, changing with the stack's placement from run to run), and the main
+    // thread was among its threads though it never touched the line in the long phase.
+    let stack = 0x7ffd_0000_1000u64;
+    let line = stack + 0x40;
+    let barrier = [
+        Event::BarrierEnter {
+            barrier: 7,
+            participants: 2,
+        },
+        Event::BarrierLeave { barrier: 7 },
+    ];
+    let mut main = vec![
+        frame(0x40_3000, stack, stack + 0x100),
+        access(AccessKind::Store, line + 0x10, 8, 0x40_0100),
+        Event::ThreadCreate { child: 1 },
+        access(AccessKind::Store, line + 0x18, 8, 0x40_0100),
+        Event::ThreadCreate { child: 2 },
+    ];
+    main.extend([
+        Event::ThreadJoin { child: 1 },
+        Event::ThreadJoin { child: 2 },
+    ]);
+    let worker = |t: u64| -> Vec<Event> {
+        let mut e = vec![
+            Event::ThreadStart,
+            access(AccessKind::Load, line + 0x10 + 8 * (t - 1), 8, 0x40_0200),
+        ];
+        e.extend(barrier);
+        e.extend(counters(line - 8, t));
+        e.push(Event::ThreadExit);
+        e
+    };
+    let (_dir, t) = trace(vec![main, worker(1), worker(2)]);
+    let layout = Layout {
+        line_size: 64,
+        shift: 0,
+    };
+    let reports = estimate_trace(&t, &[layout], &mut HeapMap::new(), &mut StackMap::new()).unwrap();
+    let b = &reports[0].blocks[0];
+    assert_eq!(b.block, line, "{b:#?}");
+    assert!(b.phi_prime > 2 * REPS, "{b:#?}");
+    // The counters name it, in the frame (which names the local when DWARF is at hand).
+    assert_eq!(b.sample_addr, line, "{b:#?}");
+    assert_eq!(b.stack.as_ref().map(|s| s.addr), Some(line), "{b:#?}");
+    assert_eq!(b.threads, [1, 2], "{b:#?}");
+}

@@ -277,8 +277,9 @@ pub struct BlockEstimate {
     /// Block start address (in the recorded address space: the shift is undone).
     pub block: u64,
     /// A representative address inside the block, for naming the data object: in the
-    /// segment that first counted it, the lowest written, else the lowest accessed; unless
-    /// another byte was stored to far more often (see `hottest_store`).
+    /// segment with the largest φ̃ (else the first that counted it), the lowest written, else
+    /// the lowest accessed; unless another byte was stored to far more often (see
+    /// `hottest_store`).
     pub sample_addr: u64,
     /// That segment's number (counted from 1).
     #[serde(skip)]
@@ -291,8 +292,19 @@ pub struct BlockEstimate {
     pub phi_prime: u64,
     /// Segments in which the block was shared with a store.
     pub segments: u64,
-    /// Threads that accessed the block in those segments.
+    /// Threads that accessed the block in those segments, but not one whose segments add up
+    /// to less than 1 % of the φ̃ of the thread with the most (the main thread writing the
+    /// next thread's argument on the line once, before the threads' long phase on it).
     pub threads: Vec<ThreadId>,
+    /// Per thread, the φ̃ of the segments in which it shared the block (`threads` comes
+    /// from this).
+    #[serde(skip)]
+    pub thread_phi: Vec<(ThreadId, u64)>,
+    /// The φ̃ of the segment whose address is `sample_addr`: the segment with the most
+    /// names the block (a stack frame's line holds one local in a short phase and another in
+    /// the long one).
+    #[serde(skip)]
+    pub sample_phi: u64,
     /// Access counts per thread, code position and kind, in those segments (largest first).
     pub sites: Vec<(SiteKey, u64)>,
     /// The heap block containing `sample_addr` when the block was first estimated, if any;
@@ -672,12 +684,23 @@ impl Estimator {
                 Some(b) => b.threads.clone(),
                 None => vec![t.thread],
             };
-            if phi > 0 || e.threads.is_empty() {
+            if phi > 0 {
                 for th in threads {
-                    if !e.threads.contains(&th) {
-                        e.threads.push(th);
+                    match e.thread_phi.iter_mut().find(|(t, _)| *t == th) {
+                        Some((_, n)) => *n += phi,
+                        None => e.thread_phi.push((th, phi)),
                     }
                 }
+                if phi > e.sample_phi {
+                    e.sample_phi = phi;
+                    e.sample_addr = sample;
+                    // The same frame (the key says so); the local is the one at `sample`.
+                    if let Some(f) = frame {
+                        e.stack = Some(Box::new(f));
+                    }
+                }
+            } else if e.threads.is_empty() && e.thread_phi.is_empty() {
+                e.threads = threads;
             }
             if phi > 0 {
                 e.segments += 1;
@@ -701,7 +724,7 @@ impl Estimator {
             .into_values()
             .map(|mut e| {
                 e.phi_prime = e.phi.saturating_sub(e.theta);
-                e.threads.sort_unstable();
+                e.settle_threads();
                 e.sites.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
                 e
             })
@@ -728,27 +751,59 @@ pub fn sort_blocks(blocks: &mut [BlockEstimate]) {
 }
 
 impl BlockEstimate {
+    /// Sets `threads` from `thread_phi` (the threads with at least 1 % of the top one's φ̃),
+    /// sorted; without shares, sorts and dedups `threads`.
+    fn settle_threads(&mut self) {
+        if let Some(top) = self.thread_phi.iter().map(|&(_, n)| n).max() {
+            self.threads = self
+                .thread_phi
+                .iter()
+                .filter(|&&(_, n)| n.saturating_mul(100) >= top)
+                .map(|&(t, _)| t)
+                .collect();
+        }
+        self.threads.sort_unstable();
+        self.threads.dedup();
+    }
+
     /// Adds `other`, an estimate of the same block and data object from other segments.
     pub fn absorb(&mut self, other: BlockEstimate) {
         // Threads that only took the block over between segments are named only when no
         // thread shared it (as in `Estimator::end_segment`).
-        match (self.segments > 0, other.segments > 0) {
-            (true, false) => {}
-            (false, true) => self.threads = other.threads,
-            _ => {
+        match (self.thread_phi.is_empty(), other.thread_phi.is_empty()) {
+            (false, true) => {}
+            (true, false) => {
+                self.thread_phi = other.thread_phi;
+                self.settle_threads();
+            }
+            (false, false) => {
+                for (th, phi) in other.thread_phi {
+                    match self.thread_phi.iter_mut().find(|(t, _)| *t == th) {
+                        Some((_, n)) => *n += phi,
+                        None => self.thread_phi.push((th, phi)),
+                    }
+                }
+                self.settle_threads();
+            }
+            (true, true) => {
                 self.threads.extend(other.threads);
-                self.threads.sort_unstable();
-                self.threads.dedup();
+                self.settle_threads();
             }
         }
         self.phi += other.phi;
         self.theta += other.theta;
         self.phi_prime = self.phi.saturating_sub(self.theta);
         self.segments += other.segments;
-        if other.first_segment < self.first_segment {
-            self.first_segment = other.first_segment;
+        let other_names = (other.sample_phi, std::cmp::Reverse(other.first_segment))
+            > (self.sample_phi, std::cmp::Reverse(self.first_segment));
+        if other_names {
+            self.sample_phi = other.sample_phi;
             self.sample_addr = other.sample_addr;
+            if other.stack.is_some() {
+                self.stack = other.stack;
+            }
         }
+        self.first_segment = self.first_segment.min(other.first_segment);
         for (k, n) in other.sites {
             match self.sites.iter_mut().find(|(s, _)| *s == k) {
                 Some((_, m)) => *m += n,
