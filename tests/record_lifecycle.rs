@@ -187,6 +187,35 @@ fn a_trace_is_never_written_over_the_program() {
     assert_eq!(std::fs::read(&prog).unwrap(), before);
 }
 
+/// Writes an executable shell script `dir/name` running `body`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    let mut perm = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&path, perm).unwrap();
+    path
+}
+
+#[test]
+fn a_launcher_that_changes_directory_leaves_the_trace_at_the_output() {
+    // The shim got the temporary trace's name relative to `record`'s directory, and created
+    // it relative to the program's: the trace was lost in `sub/`, and `record` exited 2.
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    script(
+        dir.path(),
+        "cdrun.sh",
+        &format!("cd sub && ../exec_after_work {N} none"),
+    );
+    let o = record(dir.path(), Some(Path::new("cd.cstrace")), &["./cdrun.sh"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stores(&dir.path().join("cd.cstrace")) >= N);
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("sub")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_launcher_that_starts_no_instrumented_program_is_an_error() {
     let dir = tempfile::tempdir().unwrap();

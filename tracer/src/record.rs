@@ -195,7 +195,14 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             });
         }
     }
-    let tmp = out_dir.join(format!(".{file_name}.recording-{}", std::process::id()));
+    // Absolute: the shim opens it in the recorded process, which a launcher may have started
+    // in another directory (`cd build && ./prog`); a relative name would put the trace there,
+    // where `record` does not look for it.
+    let abs_dir = std::fs::canonicalize(&out_dir).map_err(|e| RecordError::Output {
+        path: opts.output.clone(),
+        reason: format!("cannot resolve its directory {}: {e}", out_dir.display()),
+    })?;
+    let tmp = abs_dir.join(format!(".{file_name}.recording-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
 
     let mut preload = opts.shim.as_os_str().to_owned();
