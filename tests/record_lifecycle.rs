@@ -217,6 +217,21 @@ fn a_launcher_that_changes_directory_leaves_the_trace_at_the_output() {
 }
 
 #[test]
+fn an_output_directory_the_trace_cannot_be_created_in_is_refused_before_the_run() {
+    // The program ran to its end unrecorded, then `record` said the shim was not loaded.
+    // sysfs refuses new files even to root, whom permissions would not stop.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let o = record(
+        dir.path(),
+        Some(Path::new("/sys/t.cstrace")),
+        &[prog.to_str().unwrap(), "10", "none"],
+    );
+    support::assert_exit_2(&o, "cannot create the trace in /sys");
+    assert!(o.stdout.is_empty(), "the program ran");
+}
+
+#[test]
 fn a_launcher_that_starts_no_instrumented_program_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     // Without --follow, an uninstrumented program that names none is refused at once.

@@ -204,6 +204,21 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })?;
     let tmp = abs_dir.join(format!(".{file_name}.recording-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
+    // The shim creates the trace only once the program runs, and can only say it failed to:
+    // a directory the trace cannot be written to is found now, before a run that would go
+    // unrecorded.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|_| std::fs::remove_file(&tmp))
+        .map_err(|e| RecordError::Output {
+            path: opts.output.clone(),
+            reason: format!(
+                "cannot create the trace in {}: {e}",
+                output_dir_name(&out_dir)
+            ),
+        })?;
 
     let mut preload = opts.shim.as_os_str().to_owned();
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
@@ -296,6 +311,15 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         complete,
         seconds,
     })
+}
+
+/// `dir` for a message (`.` as "the current directory").
+fn output_dir_name(dir: &Path) -> String {
+    if dir == Path::new(".") {
+        "the current directory".to_string()
+    } else {
+        dir.display().to_string()
+    }
 }
 
 /// The CPUs this thread may run on (`Cpus_allowed_list` of `/proc/thread-self/status`), for the
