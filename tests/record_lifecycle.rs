@@ -198,6 +198,31 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 #[test]
+fn an_output_that_is_not_a_regular_file_is_refused_before_the_run() {
+    // The trace was renamed over it: a FIFO or a device (`/dev/null`, as root) became a
+    // regular file holding the trace.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let prog = prog.to_str().unwrap();
+    support::run_ok(Command::new("mkfifo").arg(dir.path().join("fifo")));
+    std::os::unix::fs::symlink("/dev/null", dir.path().join("null")).unwrap();
+    for (name, what) in [("fifo", "a FIFO"), ("null", "a character device")] {
+        let o = record(dir.path(), Some(Path::new(name)), &[prog, "10", "none"]);
+        support::assert_exit_2(&o, &format!("it is {what}"));
+        assert!(o.stdout.is_empty(), "{name}: the program ran");
+        let meta = std::fs::symlink_metadata(dir.path().join(name)).unwrap();
+        if name == "fifo" {
+            assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
+        } else {
+            assert!(meta.is_symlink());
+        }
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &std::fs::metadata("/dev/null").unwrap().file_type()
+    ));
+}
+
+#[test]
 fn a_launcher_that_changes_directory_leaves_the_trace_at_the_output() {
     // The shim got the temporary trace's name relative to `record`'s directory, and created
     // it relative to the program's: the trace was lost in `sub/`, and `record` exited 2.

@@ -178,20 +178,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             reason: "not a file name".into(),
         })?;
     // Checked before the run, not after it: a trace the program took an hour to write must
-    // not be lost to a name it cannot have. Renaming over a read-only file needs only the
-    // directory's permission, so it would silently replace a protected trace.
+    // not be lost to a name it cannot have.
     if let Ok(meta) = std::fs::metadata(&opts.output) {
-        let reason = if meta.is_dir() {
-            Some("it is a directory")
-        } else if meta.permissions().readonly() {
-            Some("the file is read-only; make it writable or remove it to replace it")
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
+        if let Some(reason) = unusable_output(&meta) {
             return Err(RecordError::Output {
                 path: opts.output.clone(),
-                reason: reason.into(),
+                reason,
             });
         }
     }
@@ -311,6 +303,45 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         complete,
         seconds,
     })
+}
+
+/// Why the existing output (with metadata `meta`, links followed) cannot take the trace, if
+/// it cannot. The trace is written to a temporary file and renamed over the output, so only
+/// a regular file can be replaced: a device or a FIFO (`/dev/null`) would itself be replaced
+/// by a regular file.
+fn unusable_output(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return Some("it is a directory".to_string());
+    }
+    let not_regular = if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if !kind.is_file() {
+        Some("not a regular file")
+    } else {
+        None
+    };
+    if let Some(what) = not_regular {
+        return Some(format!(
+            "it is {what}; the trace is renamed into place, which would replace it: give -o \
+             a regular file"
+        ));
+    }
+    if meta.permissions().readonly() {
+        // Renaming over a read-only file needs only the directory's permission, so it would
+        // silently replace a protected trace.
+        return Some(
+            "the file is read-only; make it writable or remove it to replace it".to_string(),
+        );
+    }
+    None
 }
 
 /// `dir` for a message (`.` as "the current directory").
