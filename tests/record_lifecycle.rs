@@ -198,6 +198,46 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 #[test]
+fn a_trace_is_never_written_over_a_program_a_launcher_starts() {
+    // Only `-o ./prog -- ./prog` was refused: through `env` or a script the program was
+    // replaced by its trace, with exit 0.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let before = std::fs::read(&prog).unwrap();
+    let n = N.to_string();
+    script(dir.path(), "run.sh", &format!("./exec_after_work {N} none"));
+    for (what, command) in [
+        (
+            "env",
+            vec!["env", "OMP_PROC_BIND=false", "./exec_after_work", &n],
+        ),
+        ("script", vec!["./run.sh"]),
+    ] {
+        let o = record(dir.path(), Some(Path::new("exec_after_work")), &command);
+        support::assert_exit_2(&o, "it is a program (an executable file)");
+        // Refused before the run.
+        assert!(
+            o.stdout.is_empty(),
+            "{what}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert_eq!(std::fs::read(&prog).unwrap(), before, "{what}");
+    }
+    // A program that appears at the output while the run goes on (built, then started, by
+    // the launcher) is not replaced either: the trace is kept beside it.
+    script(
+        dir.path(),
+        "build.sh",
+        &format!("cp exec_after_work built && ./built {N} none"),
+    );
+    let o = record(dir.path(), Some(Path::new("built")), &["./build.sh"]);
+    support::assert_exit_2(&o, "it is the recorded program");
+    assert!(stderr(&o).contains("built.partial"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(dir.path().join("built")).unwrap(), before);
+    assert!(stores(&dir.path().join("built.partial")) >= N);
+}
+
+#[test]
 fn an_output_that_is_not_a_regular_file_is_refused_before_the_run() {
     // The trace was renamed over it: a FIFO or a device (`/dev/null`, as root) became a
     // regular file holding the trace.

@@ -180,7 +180,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // Checked before the run, not after it: a trace the program took an hour to write must
     // not be lost to a name it cannot have.
     if let Ok(meta) = std::fs::metadata(&opts.output) {
-        if let Some(reason) = unusable_output(&meta) {
+        if let Some(reason) = unusable_output(&opts.output, &meta) {
             return Err(RecordError::Output {
                 path: opts.output.clone(),
                 reason,
@@ -287,7 +287,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // interrupt, a crash) is complete up to there, but not the run an earlier trace at the
     // output may hold.
     let ended_normally = std::os::unix::process::ExitStatusExt::signal(&status).is_none();
-    let replaces_output = complete && ended_normally;
+    // The output may have become the recorded program while it ran (a launcher that builds
+    // the program at that path, then runs it): that program is never replaced by its trace.
+    let recorded = recorded_program(&tmp)
+        .filter(|p| same_inode(p, &opts.output))
+        .filter(|_| complete && ended_normally);
+    let replaces_output = complete && ended_normally && recorded.is_none();
     let dest = if replaces_output {
         opts.output.clone()
     } else {
@@ -297,6 +302,17 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         path: dest.clone(),
         reason: format!("cannot move the trace into place: {e}"),
     })?;
+    if let Some(program) = recorded {
+        return Err(RecordError::Output {
+            path: opts.output.clone(),
+            reason: format!(
+                "it is the recorded program ({}), which the trace must not replace; the \
+                 trace is kept as {}",
+                program.display(),
+                dest.display()
+            ),
+        });
+    }
     Ok(RecordOutcome {
         status,
         trace: Some(dest),
@@ -305,12 +321,13 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })
 }
 
-/// Why the existing output (with metadata `meta`, links followed) cannot take the trace, if
-/// it cannot. The trace is written to a temporary file and renamed over the output, so only
-/// a regular file can be replaced: a device or a FIFO (`/dev/null`) would itself be replaced
-/// by a regular file.
-fn unusable_output(meta: &std::fs::Metadata) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
+/// Why the existing output `path` (with metadata `meta`, links followed) cannot take the
+/// trace, if it cannot. The trace is written to a temporary file and renamed over the output,
+/// so only a regular file can be replaced: a device or a FIFO (`/dev/null`) would itself be
+/// replaced by a regular file. A program is never replaced either: `record -o ./prog -- env
+/// A=1 ./prog` must not turn the program into its trace.
+fn unusable_output(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     let kind = meta.file_type();
     if kind.is_dir() {
         return Some("it is a directory".to_string());
@@ -341,6 +358,22 @@ fn unusable_output(meta: &std::fs::Metadata) -> Option<String> {
             "the file is read-only; make it writable or remove it to replace it".to_string(),
         );
     }
+    let mut head = [0u8; 8];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let head = &head[..read];
+    // A trace on a file system that marks every file executable (FAT, some mounts) is still
+    // a trace, which a new recording may replace.
+    let is_trace = head == cachescope_schema::frame::MAGIC;
+    let executable = meta.permissions().mode() & 0o111 != 0;
+    if !is_trace && (executable || head.starts_with(b"\x7fELF") || head.starts_with(b"#!")) {
+        return Some(
+            "it is a program (an executable file); refusing to write the trace over it: give \
+             -o another file"
+                .to_string(),
+        );
+    }
     None
 }
 
@@ -350,6 +383,28 @@ fn output_dir_name(dir: &Path) -> String {
         "the current directory".to_string()
     } else {
         dir.display().to_string()
+    }
+}
+
+/// The executable the shim recorded into the trace `tmp` (its header's program, the
+/// recorded process's `/proc/self/exe`).
+fn recorded_program(tmp: &Path) -> Option<PathBuf> {
+    let trace = TraceFile::open_with(
+        tmp,
+        OpenOptions {
+            allow_incomplete: true,
+        },
+    )
+    .ok()?;
+    Some(PathBuf::from(&trace.header().program))
+}
+
+/// Whether `a` and `b` are one existing file (device and inode; links followed).
+fn same_inode(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
