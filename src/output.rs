@@ -99,8 +99,9 @@ pub fn protect_input(path: &Path) {
 }
 
 /// Refuses an output that is one of this run's inputs (`--json model.toml` after `--machine
-/// model.toml` would replace the model with the report).
-fn refuse_to_replace_an_input(path: &Path) -> Result<()> {
+/// model.toml` would replace the model with the report). Every write through this module
+/// checks it; a command that measures or runs for long calls it first, to refuse up front.
+pub fn refuse_to_replace_an_input(path: &Path) -> Result<()> {
     let inputs = INPUTS.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(input) = inputs.iter().find(|i| same_file(i, path)) {
         bail!(

@@ -407,6 +407,64 @@ fn calibrate_needs_something_to_do_and_a_loadable_base() {
 }
 
 #[test]
+fn calibrate_never_writes_over_its_base_model() {
+    // `--json m.toml` or `-o m.toml` after `--machine m.toml` replaced the user's model (exit
+    // 0), where simulate, audit and bandwidth refuse it.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.toml");
+    let preset = include_str!("../simulator/presets/ivybridge-4c.toml");
+    std::fs::write(&model, preset).unwrap();
+    let m = model.to_str().unwrap();
+    let other = dir.path().join("other.toml");
+    let o_ = other.to_str().unwrap();
+    let quick = ["--ops", "64", "--repetitions", "1"];
+    for (what, args) in [
+        (
+            "--json",
+            vec!["--false-sharing", "--machine", m, "--json", m, "-o", o_],
+        ),
+        ("-o", vec!["--false-sharing", "--machine", m, "-o", m]),
+        (
+            "--bandwidth -o",
+            vec!["--bandwidth", "--quick", "--machine", m, "-o", m],
+        ),
+    ] {
+        let mut all = vec!["calibrate"];
+        all.extend(&args);
+        if args[0] == "--false-sharing" {
+            all.extend(quick);
+        }
+        let o = cachescope(&all);
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", text(&o));
+        assert!(
+            text(&o).contains("it is an input of this run"),
+            "{what}: {}",
+            text(&o)
+        );
+        // Refused before measuring: no result on stdout, nothing written.
+        assert!(o.stdout.is_empty(), "{what}: {}", text(&o));
+        assert_eq!(std::fs::read_to_string(&model).unwrap(), preset, "{what}");
+        assert!(!other.exists(), "{what}");
+    }
+    // Two outputs in one file: the JSON replaced the model just written.
+    let o = cachescope(&[
+        "calibrate",
+        "--false-sharing",
+        "--ops",
+        "64",
+        "--repetitions",
+        "1",
+        "-o",
+        o_,
+        "--json",
+        o_,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("given for two outputs"), "{}", text(&o));
+    assert!(!other.exists());
+}
+
+#[test]
 fn bandwidth_calibration_needs_the_shim() {
     // The shim is looked up before anything is timed: the error comes at once.
     let dir = tempfile::tempdir().unwrap();

@@ -83,8 +83,23 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
         .machine
         .clone()
         .unwrap_or_else(|| default_machine(args.bandwidth).to_string());
-    let base = MachineModel::load(&machine)
+    // Registered as an input (as `simulate`, `audit` and `bandwidth` do): `-o` or `--json`
+    // naming the model file would replace the model it was calibrated from.
+    let base = super::load_machine(&machine)
         .with_context(|| format!("loading base machine model {machine:?}"))?;
+    // Refused now, not when the results are written after minutes of measuring.
+    let json_file = args.json.as_deref().filter(|p| p.as_os_str() != "-");
+    for out in [args.output.as_deref(), json_file].into_iter().flatten() {
+        output::refuse_to_replace_an_input(out)?;
+    }
+    if let (Some(model), Some(json)) = (args.output.as_deref(), json_file) {
+        if output::same_file(model, json) {
+            bail!(
+                "{} is given for two outputs (-o and --json)",
+                model.display()
+            );
+        }
+    }
     let dir = tempfile::tempdir().context("creating a temporary directory for the benchmarks")?;
     let _dir_on_interrupt = crate::partial::PartialDir::register(dir.path());
 
