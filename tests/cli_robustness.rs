@@ -660,6 +660,15 @@ fn an_output_given_the_file_of_an_input_is_refused_and_the_input_kept() {
         std::fs::read_to_string(&baseline).unwrap(),
         "# none accepted\n"
     );
+    // The Lackey log was replaced by the trace imported from it, with exit 0.
+    let log_text = "I  04000000,3\n L 10000,8\n S 10008,8\n";
+    let log = file("run.lackey", log_text);
+    let ls = log.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["import", "lackey", ls, "-o", ls]),
+        "it is an input of this run",
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), log_text);
     // Writing the baseline that was read is how a baseline is updated.
     let o = cachescope(&["audit", ts, "--baseline", bs, "--write-baseline", bs]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

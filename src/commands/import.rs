@@ -17,6 +17,10 @@ pub fn lackey(input: &Path, output: &Path, program: &str) -> Result<ExitCode> {
     } else {
         input.display().to_string()
     };
+    if input.as_os_str() != "-" {
+        // `-o` naming the log would replace it with the trace made from it.
+        output::protect_input(input);
+    }
     let mut stats = None;
     // Written next to the target and renamed at the end: a failed import never leaves a
     // half-written file under the requested name, nor destroys an existing one.
