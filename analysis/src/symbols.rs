@@ -831,10 +831,14 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
                 break;
             }
         };
+        // addr2line demangles by the unit's language; a C++ function inlined into a unit it
+        // takes for another language (g++'s `std::__fill_a1` behind `std::vector(n, x)`)
+        // kept its mangled name, so a mangled name left over is demangled by its prefix.
         let function = frame
             .function
             .as_ref()
-            .and_then(|f| f.demangle().ok().map(|n| n.into_owned()));
+            .and_then(|f| f.demangle().ok())
+            .map(|n| module::demangled(n.into_owned()).into_owned());
         let (file, line, column) = match &frame.location {
             Some(l) => (
                 l.file.map(str::to_owned),

@@ -16,7 +16,7 @@ use cachescope_schema::{CodePos, ThreadId};
 use cachescope_sim::bandwidth::{BandwidthReport, Direction, Scope};
 use serde::Serialize;
 
-use crate::symbols::{relative_path, Symbolizer};
+use crate::symbols::{base_name, relative_path, Symbolizer};
 use curve::{LimitCost, RateCurve, Scale};
 
 /// Name of the breakdown part for first touches of pages (its `windows` counts the faults).
@@ -190,6 +190,10 @@ pub struct AttributedPosition {
     pub file: Option<String>,
     /// Source line.
     pub line: Option<u32>,
+    /// The module and the offset in it (`libomp.so.5+0x290d1`) when the module is known:
+    /// what names code without debug information, the same in every run (the address
+    /// changes with where the module was loaded).
+    pub module_offset: Option<String>,
     /// Estimated bytes in dominant windows (sampled).
     pub bytes: u64,
     /// Share of the bytes of this limit's kept positions (the 64 instructions with the most
@@ -198,7 +202,7 @@ pub struct AttributedPosition {
 }
 
 impl AttributedPosition {
-    /// `function (file:line)` or the address.
+    /// `function (file:line)`, else `module+0xoffset`, else the address.
     pub fn place(&self) -> String {
         let file = self.file.as_deref().map(|f| match self.line {
             Some(l) => format!("{f}:{l}"),
@@ -208,7 +212,10 @@ impl AttributedPosition {
             (Some(func), Some(file)) => format!("{func} ({file})"),
             (Some(func), None) => func.clone(),
             (None, Some(file)) => file,
-            (None, None) => self.pc.to_string(),
+            (None, None) => self
+                .module_offset
+                .clone()
+                .unwrap_or_else(|| self.pc.to_string()),
         }
     }
 }
@@ -373,14 +380,25 @@ pub fn analyse(
             let mut positions: Vec<AttributedPosition> = Vec::new();
             for a in &mine {
                 let loc = symbols.code_pos(a.pc);
+                // Library code inlined into the program's (`std::fill` behind a
+                // `std::vector` constructor) is named by the program's line that called it:
+                // the line the reader can change.
+                let frame = loc.as_ref().and_then(|l| {
+                    l.frames()
+                        .find(|f| f.is_program_source())
+                        .or_else(|| l.frames().next())
+                });
                 let p = AttributedPosition {
                     pc: a.pc,
-                    function: loc.as_ref().and_then(|l| l.function.clone()),
-                    file: loc
+                    function: frame.as_ref().and_then(|f| f.function.clone()),
+                    file: frame
                         .as_ref()
-                        .and_then(|l| l.file.as_deref())
+                        .and_then(|f| f.file.as_deref())
                         .map(|f| relative_path(f, root).unwrap_or_else(|| f.to_string())),
-                    line: loc.as_ref().and_then(|l| l.line),
+                    line: frame.as_ref().and_then(|f| f.line),
+                    module_offset: loc
+                        .as_ref()
+                        .map(|l| format!("{}+{:#x}", base_name(&l.module), l.module_address)),
                     bytes: a.bytes,
                     share: 0.0,
                 };
@@ -454,4 +472,30 @@ fn most_added(b: &Breakdown, counts: impl Fn(&str) -> bool) -> Option<String> {
             _ => Some(p),
         })
         .map(|p| p.channel.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_without_debug_information_is_named_by_module_and_offset() {
+        let mut p = AttributedPosition {
+            pc: CodePos::new(0x7fbf_085f_50d1).expect("nonzero"),
+            function: None,
+            file: None,
+            line: None,
+            module_offset: Some("libomp.so.5+0x290d1".into()),
+            bytes: 1,
+            share: 1.0,
+        };
+        // Not the address, which changes with where the library was loaded.
+        assert_eq!(p.place(), "libomp.so.5+0x290d1");
+        p.module_offset = None;
+        assert_eq!(p.place(), p.pc.to_string());
+        p.function = Some("main".into());
+        p.file = Some("t.c".into());
+        p.line = Some(3);
+        assert_eq!(p.place(), "main (t.c:3)");
+    }
 }
