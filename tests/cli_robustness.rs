@@ -404,6 +404,15 @@ fn audit_reports_agree_with_the_exit_code() {
 }
 
 #[test]
+fn cc_options_without_a_right_value_say_what_they_take() {
+    // Until 2026-11-28 the message showed a Rust value: `not Some("bogus")`, `not None`.
+    let o = cachescope(&["cc", "--capture", "bogus", "x.c"]);
+    assert_exit_2(&o, "--capture takes tsan or sancov, not \"bogus\"");
+    assert!(!stderr(&o).contains("Some("), "{}", stderr(&o));
+    assert_exit_2(&cachescope(&["cc", "--capture"]), "--capture needs a value");
+}
+
+#[test]
 fn audit_settings_out_of_range_exit_2_instead_of_passing() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

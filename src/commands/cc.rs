@@ -32,7 +32,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
                 capture = match rest.get(1).map(String::as_str) {
                     Some("tsan") => Capture::Tsan,
                     Some("sancov") => Capture::Sancov,
-                    other => bail!("--capture takes tsan or sancov, not {other:?}"),
+                    Some(other) => bail!("--capture takes tsan or sancov, not {other:?}"),
+                    None => bail!("--capture needs a value: tsan or sancov"),
                 };
                 rest = &rest[2..];
             }
