@@ -37,6 +37,26 @@ pub fn print(text: impl std::fmt::Display) -> Result<()> {
     }
 }
 
+/// `text` with control characters escaped (`\n`, `\u{1b}`): for strings a trace carries
+/// (program name, arguments, host), which a hostile trace could fill with terminal escape
+/// sequences or line breaks that forge report lines.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    }
+}
+
 /// [`print()`] with a newline.
 pub fn println(text: impl std::fmt::Display) -> Result<()> {
     print(format_args!("{text}\n"))
@@ -248,6 +268,15 @@ pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(super::printable("plain ü"), "plain ü");
+        assert_eq!(
+            super::printable("evil\u{1b}[31mRED\nline2\t"),
+            "evil\\u{1b}[31mRED\\nline2\\t"
+        );
+    }
+
     #[test]
     fn write_file_replaces_whole_files_and_never_a_trace() {
         let dir = tempfile::tempdir().expect("tmp");

@@ -43,13 +43,19 @@ pub fn render_info(path: &Path, s: &TraceSummary) -> String {
     let mut o = String::new();
     let h = &s.header;
     let _ = writeln!(o, "trace        {}", path.display());
-    let _ = writeln!(o, "recorder     {}", h.recorder);
-    let _ = writeln!(o, "program      {} {}", h.program, h.args.join(" "));
+    // The trace's strings are escaped: a hostile trace must not reach the terminal with
+    // escape sequences or forge lines of the report.
+    let p = |s: &str| output::printable(s).into_owned();
+    let _ = writeln!(o, "recorder     {}", p(&h.recorder));
+    let _ = writeln!(o, "program      {} {}", p(&h.program), p(&h.args.join(" ")));
     if !h.host.hostname.is_empty() {
         let _ = writeln!(
             o,
             "host         {} ({}, {} cores, {})",
-            h.host.hostname, h.host.cpu_model, h.host.logical_cores, h.host.os
+            p(&h.host.hostname),
+            p(&h.host.cpu_model),
+            h.host.logical_cores,
+            p(&h.host.os)
         );
     }
     let _ = writeln!(o, "time unit    {unit}");
