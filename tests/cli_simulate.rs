@@ -471,3 +471,72 @@ fn a_long_run_shows_progress_on_a_terminal_and_nothing_in_a_pipe() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_field_swept_and_set_or_swept_under_two_names_is_refused() {
+    // Until 2026-11-28 `--set levels.L1.size=64K --sweep levels.L1.size=16K,32K` ran the
+    // sweep and showed 64 KiB in the header, a value no run used; and a field swept under two
+    // names (`levels.0.size`, `levels.L1.size`) was taken for two values written two ways.
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "false-sharing", "2");
+    let ts = t.to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            ts,
+            "--sweep",
+            "levels.L1.size=16K,32K",
+            "--set",
+            "levels.L1.size=64K",
+        ]),
+        "--set levels.L1.size=64K: the field is also swept",
+    );
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            ts,
+            "--sweep",
+            "levels.0.size=16K,32K",
+            "--sweep",
+            "levels.L1.size=8K",
+        ]),
+        "vary the same field",
+    );
+    // Other fields set next to a sweep are fine.
+    let o = cachescope(&[
+        "simulate",
+        ts,
+        "--sweep",
+        "levels.L1.size=16K,32K",
+        "--set",
+        "coherence=mesi",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_sweep_whose_hierarchies_do_not_fit_in_memory_together_is_refused() {
+    // Each of these models holds close to the simulator's limit of lines; the exact engine
+    // replays a sweep's configurations at once, and eight of them took 2.25 GB (256 were
+    // accepted) until 2026-11-28.
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "false-sharing", "2");
+    let model = dir.path().join("big.toml");
+    std::fs::write(
+        &model,
+        "name = \"big\"\ncores = 64\nline_size = 8\n[[levels]]\nname = \"L1\"\nsize = \"8K\"\n\
+         assoc = 1024\n[[levels]]\nname = \"LLC\"\nsize = \"248M\"\nassoc = 4096\nshared = true\n",
+    )
+    .unwrap();
+    assert_exit_2(
+        &cachescope(&[
+            "simulate",
+            t.to_str().unwrap(),
+            "--machine",
+            model.to_str().unwrap(),
+            "--sweep",
+            "levels.L1.assoc=1,2,4,8,16",
+        ]),
+        "cache lines together",
+    );
+}

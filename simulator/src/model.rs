@@ -266,6 +266,18 @@ pub fn preset_names() -> Vec<&'static str> {
 }
 
 impl MachineModel {
+    /// Lines the whole hierarchy holds: each core's copy of the private levels and the
+    /// shared ones (what a replay's memory grows with; at most [`MAX_TOTAL_LINES`]).
+    pub fn total_lines(&self) -> u64 {
+        self.levels
+            .iter()
+            .map(|l| {
+                let copies = if l.shared { 1 } else { u64::from(self.cores) };
+                l.lines(self.line_size).saturating_mul(copies)
+            })
+            .fold(0, u64::saturating_add)
+    }
+
     /// Loads a preset by name or a TOML file by path.
     pub fn load(name_or_path: &str) -> Result<Self, ModelError> {
         if let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == name_or_path) {
@@ -442,14 +454,7 @@ impl MachineModel {
                 );
             }
         }
-        let total_lines: u64 = self
-            .levels
-            .iter()
-            .map(|l| {
-                let copies = if l.shared { 1 } else { u64::from(self.cores) };
-                l.lines(self.line_size).saturating_mul(copies)
-            })
-            .fold(0, u64::saturating_add);
+        let total_lines = self.total_lines();
         if total_lines > MAX_TOTAL_LINES {
             return bad(
                 "levels".into(),

@@ -19,6 +19,11 @@ use crate::progress::Progress;
 /// Configurations one command may run (each holds a whole simulated hierarchy).
 const MAX_CONFIGS: usize = 256;
 
+/// Cache lines all configurations of one exact-engine sweep may hold together (four of the
+/// largest hierarchies a model may have, [`cachescope_sim::model::MAX_TOTAL_LINES`]; about
+/// 1.2 GB).
+const MAX_SWEEP_LINES: u64 = 4 * cachescope_sim::model::MAX_TOTAL_LINES;
+
 /// One swept field and its values.
 struct Sweep {
     key: String,
@@ -68,6 +73,36 @@ fn combinations(sweeps: &[Sweep]) -> Vec<Vec<String>> {
     out
 }
 
+/// Whether setting `second` (any of its values) changes the field `first` sets: applied after
+/// `second`, one of `first`'s values then changes the model (it would not if they were
+/// different fields, `first` having been applied before). Overrides that fail are no
+/// evidence (the sweep reports them itself).
+fn same_field(
+    base: &MachineModel,
+    source: &str,
+    first: &str,
+    first_values: &[String],
+    second: &str,
+    second_values: &[String],
+) -> bool {
+    let apply = |m: &MachineModel, kv: String| -> Option<MachineModel> {
+        let mut m = m.clone();
+        m.apply_overrides(&[kv], source).ok()?;
+        Some(m)
+    };
+    first_values.iter().any(|f| {
+        let Some(with_first) = apply(base, format!("{first}={f}")) else {
+            return false;
+        };
+        second_values.iter().any(|v| {
+            let Some(both) = apply(&with_first, format!("{second}={v}")) else {
+                return false;
+            };
+            apply(&both, format!("{first}={f}")).is_some_and(|again| again != both)
+        })
+    })
+}
+
 /// One configuration's result in the JSON.
 #[derive(Serialize)]
 struct Run<'a> {
@@ -106,6 +141,34 @@ pub fn run(
             );
         }
     }
+    // Fields named two ways (`levels.0.size`, `levels.L1.size`), or swept and `--set` too
+    // (the header showed the `--set` value, which no run used): found by applying the
+    // overrides, so every spelling of a field counts.
+    for (i, s) in sweeps.iter().enumerate() {
+        for t in &sweeps[..i] {
+            if same_field(base, &a.machine, &t.key, &t.values, &s.key, &s.values) {
+                bail!(
+                    "--sweep {} and --sweep {} vary the same field; give all its values in one \
+                     --sweep (KEY=V1,V2,...)",
+                    t.key,
+                    s.key
+                );
+            }
+        }
+        for set in &a.set {
+            let Some((key, value)) = set.split_once('=') else {
+                continue;
+            };
+            let value = [value.to_string()];
+            if same_field(base, &a.machine, key, &value, &s.key, &s.values) {
+                bail!(
+                    "--set {set}: the field is also swept (--sweep {}); each run uses the \
+                     swept value, so drop the --set or add its value to the sweep",
+                    s.key
+                );
+            }
+        }
+    }
     // Counted before any is built: a few long value lists multiply to billions.
     let count = sweeps
         .iter()
@@ -139,6 +202,17 @@ pub fn run(
                 configs[i].join(" ")
             );
         }
+    }
+    // The exact engine replays every configuration at once: their hierarchies are in memory
+    // together (eight of the largest a model may have took 2.25 GB).
+    let lines: u64 = models.iter().map(MachineModel::total_lines).sum();
+    if parallel.is_none() && lines > MAX_SWEEP_LINES {
+        bail!(
+            "--sweep: the {} configurations hold {lines} cache lines together, more than the \
+             {MAX_SWEEP_LINES} one command replays at once (each line takes memory); sweep \
+             fewer values per command, or use --engine parallel, which replays them in turn",
+            models.len()
+        );
     }
     let mapping = ThreadMapping::parse(&a.map)?;
     let progress = Progress::start(
