@@ -540,3 +540,31 @@ fn a_sweep_whose_hierarchies_do_not_fit_in_memory_together_is_refused() {
         "cache lines together",
     );
 }
+
+#[test]
+fn the_table_shows_policies_and_back_invalidations() {
+    // Until 2026-11-28 the header left out inclusion and write policy, and the table had no
+    // back-invalidations (the JSON had them): an inclusive run looked like the default.
+    let dir = tempfile::tempdir().unwrap();
+    let t = gen(dir.path(), "false-sharing", "2");
+    let o = cachescope(&[
+        "simulate",
+        t.to_str().unwrap(),
+        "--set",
+        "levels.L2.inclusion=inclusive",
+        "--set",
+        "levels.L1.write=through",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let machine = text.lines().find(|l| l.starts_with("machine")).unwrap();
+    assert!(machine.contains("Lru write-through;"), "{machine}");
+    assert!(machine.ends_with("shared Lru inclusive"), "{machine}");
+    assert!(text.contains("back-inval"), "{text}");
+    let plain = cachescope(&["simulate", t.to_str().unwrap()]);
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert!(
+        !plain.contains("back-inval") && !plain.contains("inclusive"),
+        "{plain}"
+    );
+}

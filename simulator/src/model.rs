@@ -734,6 +734,16 @@ impl fmt::Display for MachineModel {
                 if l.shared { "shared " } else { "" },
                 l.replacement
             )?;
+            // Policies other than the defaults (write-back, non-inclusive), which change
+            // what the counts mean.
+            if l.write == WritePolicy::Through {
+                f.write_str(" write-through")?;
+            }
+            match l.inclusion {
+                Inclusion::NonInclusive => {}
+                Inclusion::Inclusive => f.write_str(" inclusive")?,
+                Inclusion::Exclusive => f.write_str(" exclusive")?,
+            }
         }
         Ok(())
     }

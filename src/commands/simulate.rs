@@ -169,9 +169,17 @@ pub fn render(trace: &str, r: &SimReport) -> String {
         }
         let _ = writeln!(o);
     }
+    // Back-invalidations (an inclusive level's evictions removing copies above) get a column
+    // where they can happen.
+    let back = r
+        .machine
+        .levels
+        .iter()
+        .any(|l| l.inclusion == cachescope_sim::model::Inclusion::Inclusive)
+        || r.levels.iter().any(|l| l.counters.back_invalidations > 0);
     let _ = writeln!(
         o,
-        "{:<6} {:>5} {:>14} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "{:<6} {:>5} {:>14} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}{}",
         "level",
         "core",
         "accesses",
@@ -182,14 +190,19 @@ pub fn render(trace: &str, r: &SimReport) -> String {
         "coh-true",
         "coh-false",
         "evictions",
-        "writebacks"
+        "writebacks",
+        if back {
+            format!(" {:>12}", "back-inval")
+        } else {
+            String::new()
+        }
     );
     let row =
         |o: &mut String, name: &str, core: &str, l: &cachescope_sim::counters::LevelCounters| {
             let acc = l.accesses.total();
             let _ = writeln!(
                 o,
-                "{:<6} {:>5} {:>14} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+                "{:<6} {:>5} {:>14} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}{}",
                 name,
                 core,
                 thousands(acc),
@@ -200,7 +213,12 @@ pub fn render(trace: &str, r: &SimReport) -> String {
                 thousands(l.misses.coherence_true),
                 thousands(l.misses.coherence_false),
                 thousands(l.evictions),
-                thousands(l.writebacks)
+                thousands(l.writebacks),
+                if back {
+                    format!(" {:>12}", thousands(l.back_invalidations))
+                } else {
+                    String::new()
+                }
             );
         };
     for (i, total) in r.levels.iter().enumerate() {
