@@ -186,3 +186,15 @@ fn bad_arguments_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("threads must be"), "{}", stderr(&o));
 }
+
+#[test]
+fn gen_writes_to_dev_null_without_reading_it_back() {
+    // Until 2026-11-28: exit 2, "re-reading /dev/null: not a regular file", after writing.
+    let o = cachescope(&["trace", "gen", "stream", "-o", "/dev/null", "--size", "4K"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("not read back"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

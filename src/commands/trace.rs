@@ -293,7 +293,7 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
     };
     // Generated and checked next to the output first: a failing or interrupted run leaves an
     // existing file as it was. The check's index gives the figures printed below.
-    let mut written = (0, 0);
+    let mut written = None;
     output::replace_with(&a.output, |tmp| {
         let what = || format!("generating {}", a.output.display());
         let file = std::fs::File::create(tmp).with_context(what)?;
@@ -306,12 +306,25 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
         out.into_inner()
             .map_err(|e| e.into_error())
             .with_context(what)?;
+        // Written straight to something that is not a regular file (`/dev/null`, a pipe):
+        // there is nothing to read back.
+        if !std::fs::metadata(tmp).is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
         let trace =
             TraceFile::open(tmp).with_context(|| format!("re-reading {}", a.output.display()))?;
-        written = (trace.event_count(), trace.file_len());
+        written = Some((trace.event_count(), trace.file_len()));
         Ok(())
     })?;
-    let (events, bytes) = written;
+    let Some((events, bytes)) = written else {
+        output::println(format_args!(
+            "wrote {}: {} {} thread(s) (not a regular file: not read back)",
+            a.output.display(),
+            a.workload,
+            a.threads
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    };
     output::println(format_args!(
         "wrote {}: {} {} thread(s), {} events, {} bytes ({:.3} bytes/event)",
         a.output.display(),
