@@ -395,6 +395,9 @@ fn audit_reports_agree_with_the_exit_code() {
         .unwrap()
         .iter()
         .any(|f| f["baselined"] == false && f["exceeds"] == true && f["kind"] == "false_sharing"));
+    // `-` is standard output for --json and --sarif, not a file name for the baseline.
+    let o = cachescope(&["audit", ts, "--write-baseline", "-"]);
+    assert_exit_2(&o, "--write-baseline takes a file name");
     // The verdict states a threshold as given.
     let cfg = dir.path().join("share.toml");
     std::fs::write(&cfg, "min_time_share = 0.985\n").unwrap();

@@ -263,6 +263,27 @@ fn an_output_that_is_not_a_regular_file_is_refused_before_the_run() {
 }
 
 #[test]
+fn an_output_that_links_to_a_file_replaces_the_file_not_the_link() {
+    // As every other command's outputs; until 2026-11-28 the trace replaced the link itself.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let prog = prog.to_str().unwrap();
+    std::fs::create_dir(dir.path().join("traces")).unwrap();
+    let target = dir.path().join("traces").join("t.cstrace");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink("traces/t.cstrace", dir.path().join("link.cstrace")).unwrap();
+    let o = record(
+        dir.path(),
+        Some(Path::new("link.cstrace")),
+        &[prog, &N.to_string(), "none"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta = std::fs::symlink_metadata(dir.path().join("link.cstrace")).unwrap();
+    assert!(meta.is_symlink());
+    assert!(stores(&target) >= N);
+}
+
+#[test]
 fn a_launcher_that_changes_directory_leaves_the_trace_at_the_output() {
     // The shim got the temporary trace's name relative to `record`'s directory, and created
     // it relative to the program's: the trace was lost in `sub/`, and `record` exited 2.

@@ -43,6 +43,12 @@ const STDOUT: &str = "-";
 /// Runs the audit.
 pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p == Path::new(STDOUT));
+    if to_stdout(&args.write_baseline) {
+        bail!(
+            "--write-baseline takes a file name; `-` (standard output) is for --json and \
+             --sarif (the human report goes there)"
+        );
+    }
     if to_stdout(&args.sarif) && to_stdout(&args.json.json) {
         bail!("--sarif - and --json - would both write to standard output; give one a file name");
     }

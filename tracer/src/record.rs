@@ -159,13 +159,24 @@ pub struct RecordOutcome {
 /// does, or passed on when a process sent them to `record`), the shim completes the trace, and
 /// the trace is moved into place.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
-    let out_dir = match opts.output.parent() {
+    // A symbolic link to a file: the file is replaced, not the link, as every other command
+    // does with its outputs (the trace is written next to the file and renamed over it).
+    let output = match std::fs::symlink_metadata(&opts.output) {
+        Ok(m)
+            if m.file_type().is_symlink()
+                && std::fs::metadata(&opts.output).is_ok_and(|t| t.is_file()) =>
+        {
+            std::fs::canonicalize(&opts.output).unwrap_or_else(|_| opts.output.clone())
+        }
+        _ => opts.output.clone(),
+    };
+    let out_dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     if !out_dir.is_dir() {
         return Err(RecordError::Output {
-            path: opts.output.clone(),
+            path: output.clone(),
             reason: "its directory does not exist".into(),
         });
     }
@@ -174,15 +185,15 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| RecordError::Output {
-            path: opts.output.clone(),
+            path: output.clone(),
             reason: "not a file name".into(),
         })?;
     // Checked before the run, not after it: a trace the program took an hour to write must
     // not be lost to a name it cannot have.
-    if let Ok(meta) = std::fs::metadata(&opts.output) {
-        if let Some(reason) = unusable_output(&opts.output, &meta) {
+    if let Ok(meta) = std::fs::metadata(&output) {
+        if let Some(reason) = unusable_output(&output, &meta) {
             return Err(RecordError::Output {
-                path: opts.output.clone(),
+                path: output.clone(),
                 reason,
             });
         }
@@ -191,7 +202,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // in another directory (`cd build && ./prog`); a relative name would put the trace there,
     // where `record` does not look for it.
     let abs_dir = std::fs::canonicalize(&out_dir).map_err(|e| RecordError::Output {
-        path: opts.output.clone(),
+        path: output.clone(),
         reason: format!("cannot resolve its directory {}: {e}", out_dir.display()),
     })?;
     let tmp = abs_dir.join(format!(".{file_name}.recording-{}", std::process::id()));
@@ -205,7 +216,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .open(&tmp)
         .and_then(|_| std::fs::remove_file(&tmp))
         .map_err(|e| RecordError::Output {
-            path: opts.output.clone(),
+            path: output.clone(),
             reason: format!(
                 "cannot create the trace in {}: {e}",
                 output_dir_name(&out_dir)
@@ -290,11 +301,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // The output may have become the recorded program while it ran (a launcher that builds
     // the program at that path, then runs it): that program is never replaced by its trace.
     let recorded = recorded_program(&tmp)
-        .filter(|p| same_inode(p, &opts.output))
+        .filter(|p| same_inode(p, &output))
         .filter(|_| complete && ended_normally);
     let replaces_output = complete && ended_normally && recorded.is_none();
     let dest = if replaces_output {
-        opts.output.clone()
+        output.clone()
     } else {
         out_dir.join(format!("{file_name}.partial"))
     };
@@ -304,7 +315,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })?;
     if let Some(program) = recorded {
         return Err(RecordError::Output {
-            path: opts.output.clone(),
+            path: output.clone(),
             reason: format!(
                 "it is the recorded program ({}), which the trace must not replace; the \
                  trace is kept as {}",
