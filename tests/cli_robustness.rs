@@ -416,6 +416,33 @@ fn cc_options_without_a_right_value_say_what_they_take() {
 }
 
 #[test]
+fn errors_say_what_is_wrong_with_the_argument() {
+    // Until 2026-11-28 a directory was "no such file", and the per-thread size floor did not
+    // say it depended on the thread count.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    assert_exit_2(
+        &cachescope(&["record", "--", d]),
+        "a directory, not a program",
+    );
+    let out = dir.path().join("x.cstrace");
+    assert_exit_2(
+        &cachescope(&[
+            "trace",
+            "gen",
+            "stream",
+            "-o",
+            out.to_str().unwrap(),
+            "--threads",
+            "1000",
+            "--size",
+            "4K",
+        ]),
+        "(64000 for 1000 threads)",
+    );
+}
+
+#[test]
 fn audit_settings_out_of_range_exit_2_instead_of_passing() {
     let dir = tempfile::tempdir().unwrap();
     let t = gen(dir.path(), "t.cstrace", "false-sharing", "16K");

@@ -131,7 +131,10 @@ impl GenParams {
         }
         if self.size < 64 * self.threads as u64 || self.size > 1 << 40 {
             return bad(format!(
-                "size must be at least 64 bytes per thread and at most 1 TiB, not {}",
+                "size must be at least 64 bytes per thread ({} for {} threads) and at most \
+                 1 TiB, not {}",
+                64 * self.threads as u64,
+                self.threads,
                 self.size
             ));
         }

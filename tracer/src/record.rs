@@ -55,6 +55,10 @@ pub fn resolve_program(program: &Path) -> Result<PathBuf, RecordError> {
     if program.components().count() > 1 || program.is_absolute() {
         return if program.is_file() {
             Ok(program.to_path_buf())
+        } else if program.is_dir() {
+            Err(not_found("a directory, not a program"))
+        } else if program.exists() {
+            Err(not_found("not a regular file"))
         } else {
             Err(not_found("no such file"))
         };
