@@ -558,12 +558,7 @@ fn a_trace_through_a_pipe_is_refused_at_once_and_an_early_closed_pipe_is_no_erro
         if json {
             args.push("--json");
         }
-        let mut child = Command::new(support::cachescope())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = piped(&args);
         let mut out = child.stdout.take().unwrap();
         let mut first = [0u8; 16];
         std::io::Read::read_exact(&mut out, &mut first).unwrap();
@@ -576,6 +571,16 @@ fn a_trace_through_a_pipe_is_refused_at_once_and_an_early_closed_pipe_is_no_erro
             stderr(&o)
         );
     }
+}
+
+/// `cachescope ARGS` started with its standard output and error on pipes.
+fn piped(args: &[&str]) -> std::process::Child {
+    Command::new(support::cachescope())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 #[test]
@@ -592,12 +597,7 @@ fn a_reader_closing_the_pipe_early_leaves_the_exit_code_alone() {
         (vec!["simulate", t], 0),
         (vec!["audit", t], 1),
     ] {
-        let mut child = Command::new(support::cachescope())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = piped(&args);
         drop(child.stdout.take());
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
