@@ -272,6 +272,21 @@ fn bandwidth_calibration_writes_a_host_model() {
             same_float(report["page_fault_ns"].as_f64(), fault),
             "{report}"
         );
+        // OpenMP synchronization: a barrier and a fork cost somewhere between 10 ns and 1 ms
+        // here (about 1 µs each on the 2-vCPU VMs), and the JSON says how they were measured.
+        let barrier = bw.barrier_ns.expect("barrier_ns written");
+        let region = bw.region_ns.expect("region_ns written");
+        for (what, v) in [("barrier_ns", barrier), ("region_ns", region)] {
+            assert!((1.0..=1e6).contains(&v), "{what} {v}");
+        }
+        assert!(
+            same_float(report["sync"]["barrier_ns"]["best"].as_f64(), barrier),
+            "{report}"
+        );
+        assert!(
+            same_float(report["sync"]["region_ns"].as_f64(), region),
+            "{report}"
+        );
         // The model's ipc is the median of the compiled kernels, each in the JSON.
         let loop_ipc = report["ipc_throughput_loop"]
             .as_f64()

@@ -206,6 +206,14 @@ pub struct BandwidthModel {
     /// time the touching thread cannot overlap with anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_fault_ns: Option<f64>,
+    /// Cost of one barrier episode for each thread that passes it (the runtime's signalling
+    /// and wake-up, not the wait for a slower thread), ns; an OpenMP region's end is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_ns: Option<f64>,
+    /// Cost of forking one parallel region for each thread of the team, beyond the barrier at
+    /// its end, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_ns: Option<f64>,
     /// Limits by path name: `core-L1`, `L1-L2`, ..., `<last>-mem`, and `<last private
     /// level>-<same>` for cache-to-cache transfers (e.g. `L1-L1`).
     #[serde(default)]
@@ -494,6 +502,8 @@ impl MachineModel {
                     (1e-3, 1e9),
                     " ns",
                 ),
+                ("bandwidth.barrier_ns", bw.barrier_ns, (1e-3, 1e9), " ns"),
+                ("bandwidth.region_ns", bw.region_ns, (1e-3, 1e9), " ns"),
                 ("bandwidth.ipc_total", bw.ipc_total, (1e-3, 1e4), ""),
                 (
                     "bandwidth.false_sharing_penalty_cycles",

@@ -412,6 +412,50 @@ fn first_touches_of_pages_cost_page_faults() {
 }
 
 #[test]
+fn barriers_and_forks_cost_the_models_synchronization_time() {
+    // 50 ns per barrier and 30 ns per fork at 1 GHz x 1 IPC: 50 and 30 units for each thread
+    // that passes or forks, added to the window's time (until 2026-11-28 they cost nothing,
+    // and code of many short regions was estimated faster than it runs).
+    let m = model("barrier_ns = 50.0\nregion_ns = 30.0\n");
+    let adv = |units| Event::Advance { units, flops: 0 };
+    let mut events = Vec::new();
+    for t in 0..2 {
+        events.push(at(0, t, Event::RegionBegin { region: 1, team: 2 }));
+    }
+    for t in 0..2 {
+        events.push(at(0, t, adv(100)));
+    }
+    for t in 0..2 {
+        events.push(at(
+            100,
+            t,
+            Event::BarrierEnter {
+                barrier: 7,
+                participants: 2,
+            },
+        ));
+    }
+    for t in 0..2 {
+        events.push(at(100, t, Event::BarrierLeave { barrier: 7 }));
+    }
+    for t in 0..2 {
+        events.push(at(100, t, adv(100)));
+    }
+    let (r, _) = run(&m, &events, 200);
+    for t in &r.threads {
+        assert_eq!(t.sync_events, 2, "{t:?}");
+        assert!((t.sync_units - 80.0).abs() < 1e-9, "{t:?}");
+        assert!((t.estimated_units - 280.0).abs() < 1e-9, "{t:?}");
+    }
+    // Without the figures, nothing is charged.
+    let (r, _) = run(&model("page_fault_ns = 1.0\n"), &events, 200);
+    assert!(r
+        .threads
+        .iter()
+        .all(|t| t.sync_events == 0 && t.sync_units == 0.0));
+}
+
+#[test]
 fn shared_issue_width_slows_concurrent_threads() {
     // Both cores together issue 1.2 instructions per cycle (1 alone): two threads busy in the
     // same window need 400 / 1.2 units each; a thread running alone is not slowed.

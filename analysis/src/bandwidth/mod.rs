@@ -21,6 +21,9 @@ use curve::{LimitCost, RateCurve, Scale};
 
 /// Name of the breakdown part for first touches of pages (its `windows` counts the faults).
 pub const PAGE_FAULTS: &str = "page faults (first touch)";
+/// The breakdown's part for barriers passed and parallel regions forked (the model's
+/// `barrier_ns` and `region_ns`).
+pub const SYNCHRONIZATION: &str = "synchronization";
 
 /// Source lines listed per limit.
 pub const POSITIONS_SHOWN: usize = 10;
@@ -66,11 +69,11 @@ pub struct ProgramSummary {
     pub peak_seconds: f64,
     /// Estimated seconds with every limit.
     pub estimated_seconds: f64,
-    /// What adds the most time summed over threads (a limit, or the page faults), if
-    /// anything adds time.
+    /// What adds the most time summed over threads (a limit, the page faults or the
+    /// synchronization), if anything adds time.
     pub dominant: Option<String>,
     /// The data path limit that adds the most time summed over threads (not the ALU,
-    /// instruction issue or page faults).
+    /// instruction issue, page faults or synchronization).
     pub dominant_path: Option<String>,
 }
 
@@ -90,9 +93,10 @@ pub struct Breakdown {
 /// Windows in which one limit dominated, or the page faults.
 #[derive(Debug, Clone, Serialize)]
 pub struct BreakdownPart {
-    /// Limit name, e.g. `L2-mem write (total)`, or [`PAGE_FAULTS`].
+    /// Limit name, e.g. `L2-mem write (total)`, or [`PAGE_FAULTS`] or [`SYNCHRONIZATION`].
     pub channel: String,
-    /// Windows (for [`PAGE_FAULTS`]: the number of faults).
+    /// Windows (for [`PAGE_FAULTS`]: the number of faults; for [`SYNCHRONIZATION`]: of
+    /// barriers and forks).
     pub windows: u64,
     /// Estimated seconds of those windows.
     pub seconds: f64,
@@ -267,6 +271,14 @@ pub fn analyse(
                     added_seconds: t.fault_units * spu,
                 });
             }
+            if t.sync_events > 0 {
+                parts.push(BreakdownPart {
+                    channel: SYNCHRONIZATION.into(),
+                    windows: t.sync_events,
+                    seconds: t.sync_units * spu,
+                    added_seconds: t.sync_units * spu,
+                });
+            }
             let breakdown = Breakdown {
                 busy_seconds: t.busy_units as f64 * spu,
                 peak_seconds: t.peak_units as f64 * spu,
@@ -283,7 +295,7 @@ pub fn analyse(
         })
         .collect();
 
-    // Channel order, page faults last.
+    // Channel order, page faults and synchronization last.
     total.parts.sort_by_key(|p| {
         channel_names
             .iter()

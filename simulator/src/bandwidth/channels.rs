@@ -187,7 +187,11 @@ pub fn channels(model: &MachineModel) -> Result<(Vec<Series>, Vec<Channel>), Cha
             limit_per_unit: total / bw.ipc,
         });
     }
-    if chans.is_empty() && bw.page_fault_ns.is_none() {
+    if chans.is_empty()
+        && bw.page_fault_ns.is_none()
+        && bw.barrier_ns.is_none()
+        && bw.region_ns.is_none()
+    {
         return Err(ChannelError::NoLimits(model.name.clone()));
     }
     Ok((series, chans))

@@ -170,6 +170,12 @@ pub struct ThreadBandwidth {
     pub faults: u64,
     /// Time they cost (the model's `page_fault_ns` each), included in `estimated_units`.
     pub fault_units: f64,
+    /// Barrier episodes this thread passed and parallel regions it started (counted only
+    /// when the model gives their cost).
+    pub sync_events: u64,
+    /// Time they cost (the model's `barrier_ns` and `region_ns`), included in
+    /// `estimated_units`.
+    pub sync_units: f64,
     /// Per series (same order as [`BandwidthReport::series`]).
     pub curves: Vec<Curve>,
     /// Per channel (same order as [`BandwidthReport::channels`]).

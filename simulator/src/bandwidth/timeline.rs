@@ -47,6 +47,10 @@ struct ThreadState {
     rng: u64,
     /// First touches of pages in the open window.
     faults: u64,
+    /// Time units of the barriers passed and regions started in the open window, and how
+    /// many there were.
+    sync_units: f64,
+    sync_events: u64,
     /// Sampled `(series, pc, bytes)` of the open window.
     samples: Vec<(usize, CodePos, u64)>,
     /// Time of the current barrier segment: at peak, and estimated.
@@ -105,6 +109,10 @@ pub struct BandwidthTimeline {
     program: ProgramEstimate,
     /// Time units one first touch of a page costs (`None`: the model has no cost).
     fault_cost: Option<f64>,
+    /// Time units a thread spends passing one barrier, and starting one parallel region
+    /// (`None`: the model has no cost).
+    barrier_cost: Option<f64>,
+    region_cost: Option<f64>,
     /// Pages touched so far.
     touched: FxHashSet<u64>,
     /// Live heap blocks large enough to be mapped fresh (their pages fault again after a
@@ -174,6 +182,8 @@ impl BandwidthTimeline {
                         estimated_units: 0.0,
                         faults: 0,
                         fault_units: 0.0,
+                        sync_events: 0,
+                        sync_units: 0.0,
                         curves: (0..ns).map(|_| Curve::new()).collect(),
                         dominance: chans
                             .iter()
@@ -193,6 +203,8 @@ impl BandwidthTimeline {
                     until_sample: cfg.sample_period.max(1),
                     rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(thread),
                     faults: 0,
+                    sync_units: 0.0,
+                    sync_events: 0,
                     samples: Vec::new(),
                     segment_peak: 0.0,
                     segment_estimated: 0.0,
@@ -231,6 +243,8 @@ impl BandwidthTimeline {
             last_leave: None,
             program: ProgramEstimate::default(),
             fault_cost: bw.page_fault_ns.map(|ns| ns * bw.ghz * bw.ipc),
+            barrier_cost: bw.barrier_ns.map(|ns| ns * bw.ghz * bw.ipc),
+            region_cost: bw.region_ns.map(|ns| ns * bw.ghz * bw.ipc),
             touched: FxHashSet::default(),
             large_blocks: FxHashMap::default(),
             attribution: FxHashMap::default(),
@@ -326,9 +340,23 @@ impl BandwidthTimeline {
                     }
                 }
             }
-            Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
-                self.last_leave = Some(e.time);
-                self.segment_ends = Some(e.time);
+            Event::BarrierLeave { .. } => {
+                if let Some(cost) = self.barrier_cost {
+                    let t = &mut self.threads[slot];
+                    t.sync_units += cost;
+                    t.sync_events += 1;
+                }
+                if self.last_leave != Some(e.time) {
+                    self.last_leave = Some(e.time);
+                    self.segment_ends = Some(e.time);
+                }
+            }
+            Event::RegionBegin { .. } => {
+                if let Some(cost) = self.region_cost {
+                    let t = &mut self.threads[slot];
+                    t.sync_units += cost;
+                    t.sync_events += 1;
+                }
             }
             _ => {}
         }
@@ -520,7 +548,11 @@ impl BandwidthTimeline {
         }
         let mut any = false;
         for t in &mut self.threads {
-            if t.busy == 0 && t.faults == 0 && t.values.iter().all(|&v| v == 0) {
+            if t.busy == 0
+                && t.faults == 0
+                && t.sync_events == 0
+                && t.values.iter().all(|&v| v == 0)
+            {
                 continue;
             }
             any = true;
@@ -547,13 +579,20 @@ impl BandwidthTimeline {
             // Page faults stall the thread in the kernel: they add to the window's time.
             let faults = t.faults.saturating_mul(repeat);
             let fault_units = faults as f64 * self.fault_cost.unwrap_or(0.0);
-            let o = &mut t.out;
+            // So do barriers and forks: the runtime's own work, on top of the window's.
             let r = repeat as f64;
+            let sync_units = t.sync_units * r;
+            let stalled = fault_units + sync_units;
+            let o = &mut t.out;
             o.windows = o.windows.saturating_add(repeat);
             o.busy_units = o.busy_units.saturating_add(t.busy.saturating_mul(repeat));
-            o.estimated_units += slowest * r + fault_units;
+            o.estimated_units += slowest * r + stalled;
             o.faults = o.faults.saturating_add(faults);
             o.fault_units += fault_units;
+            o.sync_events = o
+                .sync_events
+                .saturating_add(t.sync_events.saturating_mul(repeat));
+            o.sync_units += sync_units;
             for (curve, &v) in o.curves.iter_mut().zip(&t.values) {
                 curve.volume = curve.volume.saturating_add(v.saturating_mul(repeat));
                 curve.record(v, weight);
@@ -577,7 +616,7 @@ impl BandwidthTimeline {
                 None => o.peak_units = o.peak_units.saturating_add(t.busy.saturating_mul(repeat)),
             }
             t.segment_peak += busy * r;
-            t.segment_estimated += slowest * r + fault_units;
+            t.segment_estimated += slowest * r + stalled;
         }
         if any {
             for (curve, &v) in self.demand.iter_mut().zip(&self.demand_now) {
@@ -606,6 +645,8 @@ impl BandwidthTimeline {
         for t in &mut self.threads {
             t.values.iter_mut().for_each(|v| *v = 0);
             t.faults = 0;
+            t.sync_units = 0.0;
+            t.sync_events = 0;
             t.samples.clear();
             t.busy = t.carry.min(w);
             // The carried FLOPs in proportion to the carried units that fill this window; the

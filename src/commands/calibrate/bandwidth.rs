@@ -16,6 +16,9 @@
 //!   B, each half the memory working set) on one core and on all → `combined_gbs` /
 //!   `total_combined_gbs` of `<last>-mem`, counted like the simulator counts a copy: loaded +
 //!   2 × stored bytes (the stores' RFO reads);
+//! * `barrier_ns` and `region_ns` (`calibrate/sync_bench.c`, gcc -fopenmp, libgomp, one
+//!   thread per usable CPU): an OpenMP barrier episode, and an empty parallel region less
+//!   a barrier (its end is one);
 //! * `page_fault_ns`: first writes to fresh anonymous memory (one byte per 4 KiB page,
 //!   transparent huge pages off), per page;
 //! * the cache-to-cache path `<last private>-<same>`: two pinned threads hand a 16 KiB block
@@ -49,6 +52,9 @@ use crate::cli::CalibrateArgs;
 
 /// The benchmark's C source.
 const BENCH_SOURCE: &str = include_str!("../../../calibrate/bandwidth_bench.c");
+/// The OpenMP synchronization benchmark's C source, and how it is compiled (libgomp).
+const SYNC_SOURCE: &str = include_str!("../../../calibrate/sync_bench.c");
+const SYNC_FLAGS: [&str; 3] = ["-O2", "-fopenmp", "-Wall"];
 /// How it is compiled: the loops must stay loops (no memset calls).
 const GCC_FLAGS: [&str; 4] = [
     "-O2",
@@ -144,6 +150,21 @@ pub struct PageFault {
     pub ns_per_page: Stat,
 }
 
+/// The OpenMP synchronization measurement (`calibrate/sync_bench.c`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncCost {
+    /// Threads of the team (one per usable CPU).
+    pub threads: u32,
+    /// Nanoseconds per barrier episode (best: the lowest, the model's `barrier_ns`).
+    pub barrier_ns: Stat,
+    /// Nanoseconds per empty parallel region: fork, the barrier at its end, join (best: the
+    /// lowest).
+    pub empty_region_ns: Stat,
+    /// The model's `region_ns`: an empty region's best less a barrier's (a region's end is a
+    /// barrier, which the trace records and the estimate charges on its own); at least 1 ns.
+    pub region_ns: f64,
+}
+
 /// The cache-to-cache measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct CacheToCache {
@@ -227,6 +248,8 @@ pub struct BandwidthCalibration {
     pub kernels: Kernels,
     /// Page-fault details.
     pub page_fault: PageFault,
+    /// OpenMP barrier and region costs (None: not measured, see `notes`).
+    pub sync: Option<SyncCost>,
     /// The stream measurements.
     pub streams: Vec<StreamMeasurement>,
     /// The cache-to-cache measurement (None: not measured, see `notes`).
@@ -808,6 +831,17 @@ pub fn measure(
     } else {
         None
     };
+    // Barriers and forks, on every CPU (a failure leaves the estimate without their cost).
+    let sync = match measure_sync(dir, repetitions, repetition_ms) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            notes.push(format!(
+                "barrier_ns, region_ns: not measured ({e:#}); the estimate charges nothing for \
+                 synchronization"
+            ));
+            None
+        }
+    };
     for n in &notes {
         tracing::info!("note: {n}");
     }
@@ -826,6 +860,7 @@ pub fn measure(
         ipc_independent_adds: adds.best,
         flops_per_cycle: flops.best,
         page_fault_ns: fault.ns_per_page.best,
+        sync,
         clock: Clock {
             ghz: clock.best,
             measured: clock,
@@ -854,6 +889,44 @@ pub fn measure(
 
 /// Puts the measured clock, IPC, flops per cycle, page-fault cost and path limits into
 /// `model`'s bandwidth section; τ and paths not measured stay as they were.
+/// Compiles and runs the OpenMP synchronization benchmark on every usable CPU.
+fn measure_sync(dir: &Path, repetitions: u32, repetition_ms: u64) -> Result<SyncCost> {
+    let exe = compile(dir, "sync_bench", SYNC_SOURCE, &SYNC_FLAGS)?;
+    let args = [repetitions.to_string(), (repetition_ms * 1000).to_string()];
+    // Sizing takes a few repetitions' time; a hung benchmark is killed.
+    let expected_s = 2 * (u64::from(repetitions) + 8) * repetition_ms / 1000;
+    let text = run_bench(&exe, &args, Duration::from_secs((10 * expected_s).max(60)))?;
+    parse_sync(&text)
+}
+
+/// The synchronization benchmark's output: `threads N`, then `rep barrier NS` and `rep region
+/// NS` per repetition.
+fn parse_sync(text: &str) -> Result<SyncCost> {
+    let mut threads = None;
+    let (mut barrier, mut region) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            ["threads", n] => threads = n.parse().ok(),
+            ["rep", "barrier", ns] => barrier.push(ns.parse::<f64>()?),
+            ["rep", "region", ns] => region.push(ns.parse::<f64>()?),
+            _ => bail!("unexpected output of the synchronization benchmark: {line:?}"),
+        }
+    }
+    let threads = threads.ok_or_else(|| anyhow!("the synchronization benchmark named no team"))?;
+    let barrier_ns = Stat::of_cost(barrier)
+        .ok_or_else(|| anyhow!("the synchronization benchmark timed no barrier"))?;
+    let empty_region_ns = Stat::of_cost(region)
+        .ok_or_else(|| anyhow!("the synchronization benchmark timed no region"))?;
+    let region_ns = (empty_region_ns.best - barrier_ns.best).max(1.0);
+    Ok(SyncCost {
+        threads,
+        barrier_ns,
+        empty_region_ns,
+        region_ns,
+    })
+}
+
 pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
     let bw = model.bandwidth.get_or_insert_with(|| BandwidthModel {
         ghz: cal.ghz,
@@ -861,6 +934,8 @@ pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
         flops_per_cycle: None,
         false_sharing_penalty_cycles: None,
         page_fault_ns: None,
+        barrier_ns: None,
+        region_ns: None,
         ipc_total: None,
         paths: Default::default(),
     });
@@ -869,6 +944,8 @@ pub fn apply(cal: &BandwidthCalibration, model: &mut MachineModel) {
     bw.ipc_total = cal.ipc_total;
     bw.flops_per_cycle = Some(cal.flops_per_cycle);
     bw.page_fault_ns = Some(cal.page_fault_ns);
+    bw.barrier_ns = cal.sync.as_ref().map(|c| c.barrier_ns.best);
+    bw.region_ns = cal.sync.as_ref().map(|c| c.region_ns);
     for (name, limit) in &cal.paths {
         bw.paths.insert(name.clone(), limit.clone());
     }
@@ -891,7 +968,9 @@ pub fn model_comment(cal: &BandwidthCalibration) -> String {
          {c2c}: cache-to-cache. ghz: dependent add chain ({:.3} GHz; /proc/cpuinfo: {cpuinfo}). \
          ipc: median over {} compiled kernels of the tracer's instructions per native cycle \
          ({}; gcc {}). page_fault_ns: first write to a fresh anonymous 4 KiB page, transparent \
-         huge pages off (lowest of the repetitions). flops_per_cycle: SSE2 addpd + mulpd. For \
+         huge pages off (lowest of the repetitions). barrier_ns: one OpenMP barrier episode, \
+         region_ns: forking an empty parallel region beyond the barrier at its end (gcc \
+         -fopenmp, libgomp, all CPUs; lowest of the repetitions). flops_per_cycle: SSE2 addpd + mulpd. For \
          reference: L1-resident asm load/load/add/mul/store loop {:.2}, independent adds {:.2} \
          instructions per cycle.",
         cal.repetitions,
@@ -993,6 +1072,24 @@ pub fn render(c: &BandwidthCalibration) -> String {
         size_text(c.page_fault.bytes),
         c.page_fault.ns_per_page.median / 1e3
     );
+    match &c.sync {
+        Some(sync) => {
+            let _ = writeln!(
+                o,
+                "  synchronization ({} threads, libgomp): barrier {:.2} µs, region fork {:.2} \
+                 µs beyond its end's barrier (empty region {:.2} µs; medians {:.2} and {:.2})",
+                sync.threads,
+                sync.barrier_ns.best / 1e3,
+                sync.region_ns / 1e3,
+                sync.empty_region_ns.best / 1e3,
+                sync.barrier_ns.median / 1e3,
+                sync.empty_region_ns.median / 1e3
+            );
+        }
+        None => {
+            let _ = writeln!(o, "  synchronization: not measured");
+        }
+    }
     let _ = writeln!(
         o,
         "  {:<10} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11}  measured with",
@@ -1127,6 +1224,25 @@ shared = true
             args.contains(&format!("copy:{}:2", mem / 2)),
             "{args:?} {mem}"
         );
+    }
+
+    #[test]
+    fn sync_output_parsing() {
+        let s = parse_sync(
+            "threads 2\nrep barrier 900.5\nrep region 2500\nrep barrier 800\nrep region 3000\n",
+        )
+        .unwrap();
+        assert_eq!(s.threads, 2);
+        assert_eq!(s.barrier_ns.best, 800.0);
+        assert_eq!(s.empty_region_ns.best, 2500.0);
+        // The region's own barrier is charged on its own.
+        assert_eq!(s.region_ns, 1700.0);
+        // A region no slower than a barrier still costs something.
+        let s = parse_sync("threads 1\nrep barrier 300\nrep region 250\n").unwrap();
+        assert_eq!(s.region_ns, 1.0);
+        assert!(parse_sync("threads 2\n").is_err());
+        assert!(parse_sync("rep barrier x\n").is_err());
+        assert!(parse_sync("garbage\n").is_err());
     }
 
     #[test]

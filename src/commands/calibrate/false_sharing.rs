@@ -251,6 +251,8 @@ pub fn apply(cal: &Calibration, model: &mut MachineModel) {
         flops_per_cycle: None,
         false_sharing_penalty_cycles: None,
         page_fault_ns: None,
+        barrier_ns: None,
+        region_ns: None,
         ipc_total: None,
         paths: Default::default(),
     });

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{bold, draw_err, font, secs, sig, text_on, tick, TimeScale, GRID, INK, MUTED};
-use crate::bandwidth::{BandwidthAnalysis, Breakdown, PAGE_FAULTS};
+use crate::bandwidth::{BandwidthAnalysis, Breakdown, PAGE_FAULTS, SYNCHRONIZATION};
 
 /// Label of the bar summed over threads.
 const ALL_THREADS: &str = "all threads";
@@ -29,6 +29,8 @@ const PEAK_FILL: RGBColor = RGBColor(0xee, 0xee, 0xee);
 const OUTLINE: RGBColor = RGBColor(0x70, 0x70, 0x70);
 /// Page faults are not a limit of the model: a colour outside the palette.
 const PAGE_FAULT_FILL: RGBColor = RGBColor(0x8c, 0x6d, 0x31);
+/// Barriers and forks: grey, the runtime's time rather than a data path's.
+const SYNC_FILL: RGBColor = RGBColor(0x7f, 0x7f, 0x7f);
 /// One colour per limit of the machine model, in channel order, so that a limit keeps its
 /// colour from one run (or program variant) to the next (Tableau 10 with an indigo for its
 /// grey, which would read as "peak").
@@ -71,6 +73,9 @@ pub(super) fn render(a: &BandwidthAnalysis) -> Result<String, String> {
     let colour = |name: &str| -> RGBColor {
         if name == PAGE_FAULTS {
             return PAGE_FAULT_FILL;
+        }
+        if name == SYNCHRONIZATION {
+            return SYNC_FILL;
         }
         let i = all
             .iter()
