@@ -496,23 +496,32 @@ pub fn audit(
                 // finding names it among the line's other data. A predicted layout that moves
                 // it to lines of its own is no latent finding of it ("no false sharing with
                 // the recorded placement" would be wrong), and would count its events twice.
-                let mut extents: Vec<(u64, u64)> = blocks
-                    .iter()
-                    .filter_map(|b| {
-                        Some((object_base(b, &mut symbols)?, object_size(b, &mut symbols)?))
-                    })
-                    .collect();
-                extents.sort_unstable();
-                extents.dedup();
-                let around: u64 = extents
-                    .iter()
-                    .map(|&(base, size)| {
-                        recorded_lines
-                            .range(base & !(line - 1)..base.saturating_add(size))
-                            .map(|(_, e)| e)
-                            .sum::<u64>()
-                    })
-                    .sum();
+                // Only the recorded lines that hold the object's bytes of a predicted block:
+                // a neighbour's recorded finding on the object's first line must not hide
+                // latent false sharing on its other lines.
+                let predicted = report.layout.line_size;
+                let mut held: BTreeSet<u64> = BTreeSet::new();
+                for b in &blocks {
+                    let Some(base) = object_base(b, &mut symbols) else {
+                        continue;
+                    };
+                    let Some(size) = object_size(b, &mut symbols) else {
+                        continue;
+                    };
+                    let from = b.block.max(base);
+                    let to = b
+                        .block
+                        .saturating_add(predicted)
+                        .min(base.saturating_add(size));
+                    if from < to {
+                        held.extend(
+                            recorded_lines
+                                .range(from & !(line - 1)..to)
+                                .map(|(&l, _)| l),
+                        );
+                    }
+                }
+                let around: u64 = held.iter().map(|l| recorded_lines[l]).sum();
                 own.max(around)
             };
             if recorded_events >= config.min_events {

@@ -690,3 +690,43 @@ fn a_stack_line_is_named_by_its_longest_shared_phase() {
     assert_eq!(b.stack.as_ref().map(|s| s.addr), Some(line), "{b:#?}");
     assert_eq!(b.threads, [1, 2], "{b:#?}");
 }
+
+#[test]
+fn a_neighbours_finding_on_an_objects_first_line_does_not_hide_its_latent_one() {
+    // Heap block A (16 bytes) is falsely shared on the line it shares with the start of block
+    // B; B's own per-thread counters sit on lines of their own further on, falsely shared
+    // only with 128-byte lines. A's recorded finding must not count as B's (it did for a
+    // while on 2026-11-28, and B's latent finding was gone).
+    let (a, b) = (0x10_0000u64, 0x10_0020u64);
+    let alloc = |addr, size, site| Event::Alloc {
+        addr,
+        size,
+        site: CodePos::new(site),
+        align: None,
+    };
+    let worker = |t: u64| -> Vec<Event> {
+        let mut e = Vec::new();
+        for _ in 0..REPS {
+            e.push(access(AccessKind::Store, a + 8 * t, 8, 0x40_1000 + t));
+            e.push(access(
+                AccessKind::Store,
+                0x10_0080 + 0x40 * t,
+                8,
+                0x40_2000 + t,
+            ));
+        }
+        e
+    };
+    let mut main = vec![alloc(a, 16, 0x40_0100), alloc(b, 0x100, 0x40_0200)];
+    main.extend(worker(0));
+    let (_dir, t) = trace(vec![main, worker(1)]);
+    let report = audit_of(&t);
+    let latent: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::LatentFalseSharing)
+        .collect();
+    assert_eq!(latent.len(), 1, "{report:#?}");
+    assert_eq!(latent[0].layout.line_size, 128, "{report:#?}");
+    assert!(latent[0].object.name.contains("0x400200"), "{report:#?}");
+}
