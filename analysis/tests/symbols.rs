@@ -355,11 +355,20 @@ fn missing_modules_and_vdso_answer_nothing() {
         end: 0x2000,
         ..ModuleInfo::default()
     };
-    let mut sym = Symbolizer::new([&vdso, &gone]);
+    // A hostile trace's module: a "regular" file that says it is empty and reads for
+    // hundreds of GiB.
+    let endless = ModuleInfo {
+        path: "/proc/self/pagemap".into(),
+        start: 0x10_0000,
+        end: 0x10_1000,
+        ..ModuleInfo::default()
+    };
+    let mut sym = Symbolizer::new([&vdso, &gone, &endless]);
     assert_eq!(sym.code(0x7fff_0000_1500), None);
     assert_eq!(sym.code(0x1500), None);
     assert_eq!(sym.data(0x1500), None);
-    assert_eq!(sym.failures().count(), 2);
+    assert_eq!(sym.code(0x10_0500), None);
+    assert_eq!(sym.failures().count(), 3);
     assert!(matches!(
         sym.failures().next(),
         Some(SymbolError::Read { .. })

@@ -340,15 +340,27 @@ impl LoadedModule {
 }
 
 /// Reads a module or debug file: only a regular file (a trace naming `/dev/zero` or a pipe as
-/// a module must not make the audit read forever or wait for input).
+/// a module must not make the audit read forever or wait for input), checked before it is
+/// opened and again through the handle, and no more than the size it states (files in `/proc`
+/// state 0 and read on: `/proc/self/pagemap` for hundreds of GiB).
 pub(super) fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let refuse = |what: &str| Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
     if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+        return refuse("not a regular file");
     }
-    std::fs::read(path)
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return refuse("not a regular file");
+    }
+    let mut bytes = Vec::new();
+    file.take(meta.len().saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != meta.len() {
+        return refuse("its size changed while it was read, or it is not what it says it is");
+    }
+    Ok(bytes)
 }
 
 /// Reads `path` again and builds its DWARF context and alignment table, refusing a file

@@ -19,11 +19,7 @@ impl SourceLines {
     /// `/dev/zero`, which would make the audit wait or read forever) or is shorter.
     pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<&str> {
         let lines = self.files.entry(file.to_owned()).or_insert_with(|| {
-            let meta = std::fs::metadata(file).ok()?;
-            if meta.len() > MAX_SOURCE_BYTES {
-                return None;
-            }
-            let bytes = super::module::read_regular_file(std::path::Path::new(file)).ok()?;
+            let bytes = read_source(file)?;
             Some(
                 String::from_utf8_lossy(&bytes)
                     .lines()
@@ -34,6 +30,26 @@ impl SourceLines {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
         lines.as_ref()?.get(index).map(String::as_str)
     }
+}
+
+/// The bytes of source file `path`: a regular file, read through one handle (checked before
+/// it is opened, so a FIFO is never opened and waited on, and again after, so it cannot be
+/// swapped in between), at most [`MAX_SOURCE_BYTES`] (files in `/proc` say they are empty and
+/// are not: `/proc/self/pagemap` reads for hundreds of GiB).
+fn read_source(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_SOURCE_BYTES).then_some(bytes)
 }
 
 #[cfg(test)]
@@ -71,5 +87,7 @@ mod tests {
             .expect("mkfifo");
         assert!(status.success());
         assert_eq!(s.line(fifo.to_str().expect("utf-8"), 1), None);
+        // A "regular" file of size 0 that reads without end.
+        assert_eq!(s.line("/proc/self/pagemap", 1), None);
     }
 }
