@@ -141,6 +141,19 @@ pub fn run(
             );
         }
     }
+    // Counted before any is built: a few long value lists multiply to billions.
+    let count = sweeps
+        .iter()
+        .try_fold(1usize, |n, s| n.checked_mul(s.values.len()))
+        .filter(|&n| n <= MAX_CONFIGS);
+    if count.is_none() {
+        let product = sweeps
+            .iter()
+            .map(|s| s.values.len().to_string())
+            .collect::<Vec<_>>()
+            .join(" x ");
+        bail!("--sweep gives {product} configurations; at most {MAX_CONFIGS} per command");
+    }
     // Fields named two ways (`levels.0.size`, `levels.L1.size`), or swept and `--set` too
     // (the header showed the `--set` value, which no run used): found by applying the
     // overrides, so every spelling of a field counts.
@@ -168,19 +181,6 @@ pub fn run(
                 );
             }
         }
-    }
-    // Counted before any is built: a few long value lists multiply to billions.
-    let count = sweeps
-        .iter()
-        .try_fold(1usize, |n, s| n.checked_mul(s.values.len()))
-        .filter(|&n| n <= MAX_CONFIGS);
-    if count.is_none() {
-        let product = sweeps
-            .iter()
-            .map(|s| s.values.len().to_string())
-            .collect::<Vec<_>>()
-            .join(" x ");
-        bail!("--sweep gives {product} configurations; at most {MAX_CONFIGS} per command");
     }
     let configs = combinations(&sweeps);
     let models = configs
