@@ -281,9 +281,9 @@ pub struct BlockEstimate {
     /// the lowest accessed; unless another byte was stored to far more often (see
     /// `hottest_store`).
     pub sample_addr: u64,
-    /// That segment's number (counted from 1).
+    /// The segment whose address is `sample_addr` (see `sample_phi`).
     #[serde(skip)]
-    pub first_segment: u64,
+    pub sample_segment: u64,
     /// φ̃: worst-case coherence events.
     pub phi: u64,
     /// θ̃: of those, possible data exchanges.
@@ -667,7 +667,7 @@ impl Estimator {
                 BlockEstimate {
                     block: recorded,
                     sample_addr: sample,
-                    first_segment: segment,
+                    sample_segment: segment,
                     stack: frame.map(Box::new),
                     heap: held.map(&mut shared),
                     heap_neighbours,
@@ -693,6 +693,7 @@ impl Estimator {
                 }
                 if phi > e.sample_phi {
                     e.sample_phi = phi;
+                    e.sample_segment = segment;
                     e.sample_addr = sample;
                     // The same frame (the key says so); the local is the one at `sample`.
                     if let Some(f) = frame {
@@ -794,16 +795,18 @@ impl BlockEstimate {
         self.theta += other.theta;
         self.phi_prime = self.phi.saturating_sub(self.theta);
         self.segments += other.segments;
-        let other_names = (other.sample_phi, std::cmp::Reverse(other.first_segment))
-            > (self.sample_phi, std::cmp::Reverse(self.first_segment));
+        // As in `Estimator::end_segment`: the largest φ̃ names the block, the earliest such
+        // segment on a tie.
+        let other_names = (other.sample_phi, std::cmp::Reverse(other.sample_segment))
+            > (self.sample_phi, std::cmp::Reverse(self.sample_segment));
         if other_names {
             self.sample_phi = other.sample_phi;
+            self.sample_segment = other.sample_segment;
             self.sample_addr = other.sample_addr;
             if other.stack.is_some() {
                 self.stack = other.stack;
             }
         }
-        self.first_segment = self.first_segment.min(other.first_segment);
         for (k, n) in other.sites {
             match self.sites.iter_mut().find(|(s, _)| *s == k) {
                 Some((_, m)) => *m += n,
