@@ -41,10 +41,16 @@ pub fn print(text: impl std::fmt::Display) -> Result<()> {
 /// (program name, arguments, host), which a hostile trace could fill with terminal escape
 /// sequences or line breaks that forge report lines.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.chars().any(char::is_control) {
+    // Control characters, and the invisible ones that move or reorder text on a terminal:
+    // zero-width marks, line and paragraph separators, bidirectional overrides and isolates.
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    if text.chars().any(hidden) {
         text.chars()
             .map(|c| {
-                if c.is_control() {
+                if hidden(c) {
                     c.escape_default().to_string()
                 } else {
                     c.to_string()
@@ -274,6 +280,11 @@ mod tests {
         assert_eq!(
             super::printable("evil\u{1b}[31mRED\nline2\t"),
             "evil\\u{1b}[31mRED\\nline2\\t"
+        );
+        // A right-to-left override and a line separator, which reorder or break a line.
+        assert_eq!(
+            super::printable("a\u{202e}b\u{2028}c"),
+            "a\\u{202e}b\\u{2028}c"
         );
     }
 

@@ -198,3 +198,23 @@ fn gen_writes_to_dev_null_without_reading_it_back() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+#[test]
+fn info_quotes_arguments_with_spaces() {
+    // The header's arguments: one argument `my log.lackey` must not read as two.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("my log.lackey");
+    std::fs::write(&log, "I  04000bd0,3\n L 1000,4\n").unwrap();
+    let t = dir.path().join("t.cstrace");
+    let o = cachescope(&[
+        "import",
+        "lackey",
+        log.to_str().unwrap(),
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cachescope(&["trace", "info", t.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("my log.lackey'"), "{text}");
+}

@@ -47,7 +47,20 @@ pub fn render_info(path: &Path, s: &TraceSummary) -> String {
     // escape sequences or forge lines of the report.
     let p = |s: &str| output::printable(s).into_owned();
     let _ = writeln!(o, "recorder     {}", p(&h.recorder));
-    let _ = writeln!(o, "program      {} {}", p(&h.program), p(&h.args.join(" ")));
+    // Arguments with spaces (or none at all) quoted, so `a b` as one argument does not read
+    // as two.
+    let args: Vec<String> = h
+        .args
+        .iter()
+        .map(|a| {
+            if a.is_empty() || a.contains(char::is_whitespace) || a.contains('\'') {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let _ = writeln!(o, "program      {} {}", p(&h.program), p(&args.join(" ")));
     if !h.host.hostname.is_empty() {
         let _ = writeln!(
             o,
