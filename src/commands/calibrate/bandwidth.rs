@@ -754,21 +754,7 @@ pub fn measure(
     let adds = adds.ok_or_else(|| missing("add IPC"))?;
     let flops = flops.ok_or_else(|| missing("flops per cycle"))?;
 
-    // The limits, by path.
-    let mut paths: BTreeMap<String, PathLimit> = BTreeMap::new();
-    for s in &streams {
-        let limit = paths.entry(s.path.clone()).or_default();
-        let slot = match (s.direction, s.threads) {
-            ("read", 1) => &mut limit.read_gbs,
-            ("write", 1) => &mut limit.write_gbs,
-            ("copy", 1) => &mut limit.combined_gbs,
-            ("read", _) => &mut limit.total_read_gbs,
-            ("write", _) => &mut limit.total_write_gbs,
-            _ => &mut limit.total_combined_gbs,
-        };
-        // The best of a path's working sets (one for memory).
-        *slot = Some(slot.map_or(s.gbs.best, |b: f64| b.max(s.gbs.best)));
-    }
+    let mut paths = limits(&streams, &mut notes);
     // A cache path no faster than memory was not measured in the cache (the level holds
     // less than the model says, even at the ladder's smallest working set): say so.
     let mem_path = base.levels.last().map(|l| format!("{}-mem", l.name));
@@ -889,6 +875,66 @@ pub fn measure(
 
 /// Puts the measured clock, IPC, flops per cycle, page-fault cost and path limits into
 /// `model`'s bandwidth section; τ and paths not measured stay as they were.
+/// The limits by path from the stream measurements (in the order measured: each path's
+/// streams together, from the core outwards).
+fn limits(streams: &[StreamMeasurement], notes: &mut Vec<String>) -> BTreeMap<String, PathLimit> {
+    // The limits, by path. A rung of a path's ladder faster than the path above it (for
+    // `L2-L3`, `L1-L2`) was served partly by the upper level (a replacement policy that keeps
+    // part of a 4 x L2 stream in L2): it does not count, unless every rung is (then the
+    // largest working set, the one most surely below).
+    let mut upper: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut last_path: Option<&str> = None;
+    let mut current: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut discarded: BTreeMap<(&str, &str), &StreamMeasurement> = BTreeMap::new();
+    let mut paths: BTreeMap<String, PathLimit> = BTreeMap::new();
+    for s in streams {
+        if last_path != Some(s.path.as_str()) {
+            upper = std::mem::take(&mut current);
+            last_path = Some(&s.path);
+        }
+        let limit = paths.entry(s.path.clone()).or_default();
+        if s.threads == 1 && s.direction != "copy" && !s.path.ends_with("-mem") {
+            let cap = upper.get(s.direction).copied().unwrap_or(f64::INFINITY);
+            if s.gbs.best > cap {
+                let kept = discarded.entry((&s.path, s.direction)).or_insert(s);
+                if s.bytes_per_thread > kept.bytes_per_thread {
+                    *kept = s;
+                }
+                continue;
+            }
+            let best = current.entry(s.direction).or_insert(0.0);
+            *best = best.max(s.gbs.best);
+        }
+        let slot = match (s.direction, s.threads) {
+            ("read", 1) => &mut limit.read_gbs,
+            ("write", 1) => &mut limit.write_gbs,
+            ("copy", 1) => &mut limit.combined_gbs,
+            ("read", _) => &mut limit.total_read_gbs,
+            ("write", _) => &mut limit.total_write_gbs,
+            _ => &mut limit.total_combined_gbs,
+        };
+        // The best of a path's working sets (one for memory).
+        *slot = Some(slot.map_or(s.gbs.best, |b: f64| b.max(s.gbs.best)));
+    }
+    for ((path, direction), s) in discarded {
+        let limit = paths.entry(path.to_string()).or_default();
+        let slot = if direction == "read" {
+            &mut limit.read_gbs
+        } else {
+            &mut limit.write_gbs
+        };
+        if slot.is_none() {
+            *slot = Some(s.gbs.best);
+            notes.push(format!(
+                "{path} {direction}: every working set streamed faster than the path above it; \
+                 the largest ({}) is used",
+                size_text(s.bytes_per_thread)
+            ));
+        }
+    }
+    paths
+}
+
 /// Compiles and runs the OpenMP synchronization benchmark on every usable CPU.
 fn measure_sync(dir: &Path, repetitions: u32, repetition_ms: u64) -> Result<SyncCost> {
     let exe = compile(dir, "sync_bench", SYNC_SOURCE, &SYNC_FLAGS)?;
@@ -1224,6 +1270,50 @@ shared = true
             args.contains(&format!("copy:{}:2", mem / 2)),
             "{args:?} {mem}"
         );
+    }
+
+    #[test]
+    fn a_path_is_the_best_rung_no_faster_than_the_path_above() {
+        let m = |path: &str, direction: &'static str, threads: u32, bytes: u64, gbs: f64| {
+            StreamMeasurement {
+                path: path.into(),
+                direction,
+                threads,
+                bytes_per_thread: bytes,
+                gbs: Stat::of(vec![gbs]).unwrap(),
+                core_gbs: None,
+            }
+        };
+        let streams = [
+            m("core-L1", "read", 1, 16 << 10, 100.0),
+            m("L1-L2", "read", 1, 128 << 10, 70.0),
+            m("L1-L2", "read", 1, 256 << 10, 60.0),
+            // 4 x L2, partly kept in L2: faster than L1-L2, not counted.
+            m("L2-L3", "read", 1, 2 << 20, 75.0),
+            m("L2-L3", "read", 1, 4 << 20, 28.0),
+            m("L2-L3", "read", 1, 130 << 20, 9.7),
+            m("L2-L3", "write", 1, 2 << 20, 20.0),
+            // Memory is not a ladder: faster than L2-L3 on a VM whose L3 is small, and kept.
+            m("L3-mem", "read", 1, 1 << 30, 30.0),
+            m("L3-mem", "read", 2, 1 << 29, 40.0),
+        ];
+        let mut notes = Vec::new();
+        let p = limits(&streams, &mut notes);
+        assert_eq!(p["L1-L2"].read_gbs, Some(70.0));
+        assert_eq!(p["L2-L3"].read_gbs, Some(28.0));
+        assert_eq!(p["L2-L3"].write_gbs, Some(20.0));
+        assert_eq!(p["L3-mem"].read_gbs, Some(30.0));
+        assert_eq!(p["L3-mem"].total_read_gbs, Some(40.0));
+        assert!(notes.is_empty(), "{notes:?}");
+        // Every rung faster than the path above: the largest working set's figure, noted.
+        let streams = [
+            m("L1-L2", "read", 1, 128 << 10, 50.0),
+            m("L2-L3", "read", 1, 2 << 20, 65.0),
+            m("L2-L3", "read", 1, 8 << 20, 55.0),
+        ];
+        let p = limits(&streams, &mut notes);
+        assert_eq!(p["L2-L3"].read_gbs, Some(55.0));
+        assert_eq!(notes.len(), 1, "{notes:?}");
     }
 
     #[test]
