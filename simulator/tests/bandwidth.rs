@@ -453,6 +453,22 @@ fn barriers_and_forks_cost_the_models_synchronization_time() {
         .threads
         .iter()
         .all(|t| t.sync_events == 0 && t.sync_units == 0.0));
+    // A team of one thread and a barrier of one: nothing either.
+    let alone = [
+        at(0, 0, Event::RegionBegin { region: 1, team: 1 }),
+        at(
+            0,
+            0,
+            Event::BarrierEnter {
+                barrier: 7,
+                participants: 1,
+            },
+        ),
+        at(0, 0, Event::BarrierLeave { barrier: 7 }),
+        at(0, 0, adv(100)),
+    ];
+    let (r, _) = run(&m, &alone, 200);
+    assert_eq!(r.threads[0].sync_events, 0);
 }
 
 #[test]

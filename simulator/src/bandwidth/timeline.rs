@@ -340,18 +340,20 @@ impl BandwidthTimeline {
                     }
                 }
             }
-            Event::BarrierLeave { .. } => {
+            // A barrier or a team of one thread is hardly the runtime's work (the costs are
+            // measured with a thread per CPU).
+            Event::BarrierEnter { participants, .. } if participants > 1 => {
                 if let Some(cost) = self.barrier_cost {
                     let t = &mut self.threads[slot];
                     t.sync_units += cost;
                     t.sync_events += 1;
                 }
-                if self.last_leave != Some(e.time) {
-                    self.last_leave = Some(e.time);
-                    self.segment_ends = Some(e.time);
-                }
             }
-            Event::RegionBegin { .. } => {
+            Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
+                self.last_leave = Some(e.time);
+                self.segment_ends = Some(e.time);
+            }
+            Event::RegionBegin { team, .. } if team > 1 => {
                 if let Some(cost) = self.region_cost {
                     let t = &mut self.threads[slot];
                     t.sync_units += cost;
