@@ -63,6 +63,14 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether `e` comes from writing to a pipe whose reader has gone.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// [`print()`] with a newline.
 pub fn println(text: impl std::fmt::Display) -> Result<()> {
     print(format_args!("{text}\n"))
@@ -160,7 +168,12 @@ impl Pending {
     /// regular file (a device or a pipe), which `write` then wrote directly.
     fn new(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<Option<Pending>> {
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            write(path)?;
+            match write(path) {
+                // `--json /dev/stdout | head`: a reader that closed the pipe early is no
+                // error, as on standard output itself (see `print`).
+                Err(e) if is_broken_pipe(&e) => {}
+                r => r?,
+            }
             return Ok(None);
         }
         // Renaming over a file needs only the directory's permission: a file the user made

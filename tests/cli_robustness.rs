@@ -594,6 +594,8 @@ fn a_reader_closing_the_pipe_early_leaves_the_exit_code_alone() {
         (vec!["trace", "info", t], 0),
         (vec!["trace", "verify", t], 0),
         (vec!["simulate", t, "--json"], 0),
+        (vec!["simulate", t, "--json", "/dev/stdout"], 0),
+        (vec!["audit", t, "--sarif", "/dev/stdout"], 1),
         (vec!["simulate", t], 0),
         (vec!["audit", t], 1),
     ] {
