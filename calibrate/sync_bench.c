@@ -5,9 +5,10 @@
  *
  * Usage: sync_bench REPS TARGET_US
  *
- * Compiled with gcc -O2 -fopenmp (libgomp); the team has omp_get_max_threads()
- * threads (one per CPU this process may use, unless OMP_NUM_THREADS says
- * otherwise). Each repetition times, for about TARGET_US microseconds each:
+ * Compiled with gcc -O2 -fopenmp (libgomp); cachescope runs it with
+ * OMP_NUM_THREADS set to the CPUs it may use and the other OpenMP settings
+ * (wait policy, spin count, binding, dynamic teams) removed from its
+ * environment. Each repetition times, for about TARGET_US microseconds each:
  *
  *   barrier  `#pragma omp barrier` in a loop inside one parallel region: the
  *            time of one barrier episode, which every thread of the team spends
@@ -15,7 +16,7 @@
  *   region   empty `#pragma omp parallel` regions one after another: forking the
  *            team, the implicit barrier at the region's end, and joining.
  *
- * Output: "threads N", then per repetition "rep barrier NS" and "rep region NS"
+ * Output: "threads N" (the team that ran), then per repetition "rep barrier NS" and "rep region NS"
  * (nanoseconds per episode / per region). The iteration counts are sized once,
  * from an untimed run of each.
  */
@@ -73,7 +74,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "REPS must be at least 1 and TARGET_US positive\n");
         return 2;
     }
-    printf("threads %d\n", omp_get_max_threads());
+    /* The team that runs, which the environment or the runtime may have made smaller than
+     * asked. */
+    int team = 0;
+#pragma omp parallel
+    {
+#pragma omp master
+        team = omp_get_num_threads();
+    }
+    printf("threads %d\n", team);
     /* The team is created by the first region; sizing runs warm both kinds up. */
     long nb = sized(barriers, target);
     long nr = sized(regions, target);

@@ -418,26 +418,34 @@ fn barriers_and_forks_cost_the_models_synchronization_time() {
     // and code of many short regions was estimated faster than it runs).
     let m = model("barrier_ns = 50.0\nregion_ns = 30.0\n");
     let adv = |units| Event::Advance { units, flops: 0 };
+    // Both threads pass a barrier at `time` (enter, then leave).
+    let barrier = |events: &mut Vec<_>, time| {
+        for t in 0..2 {
+            events.push(at(
+                time,
+                t,
+                Event::BarrierEnter {
+                    barrier: 7,
+                    participants: 2,
+                },
+            ));
+        }
+        for t in 0..2 {
+            events.push(at(time, t, Event::BarrierLeave { barrier: 7 }));
+        }
+    };
+    // A region as the recorders write it: the fork, a barrier right after it (the members
+    // start no earlier than the fork: the fork's time, not charged again), the work, the
+    // barrier at its end.
     let mut events = Vec::new();
     for t in 0..2 {
         events.push(at(0, t, Event::RegionBegin { region: 1, team: 2 }));
     }
+    barrier(&mut events, 0);
     for t in 0..2 {
         events.push(at(0, t, adv(100)));
     }
-    for t in 0..2 {
-        events.push(at(
-            100,
-            t,
-            Event::BarrierEnter {
-                barrier: 7,
-                participants: 2,
-            },
-        ));
-    }
-    for t in 0..2 {
-        events.push(at(100, t, Event::BarrierLeave { barrier: 7 }));
-    }
+    barrier(&mut events, 100);
     for t in 0..2 {
         events.push(at(100, t, adv(100)));
     }
@@ -469,6 +477,14 @@ fn barriers_and_forks_cost_the_models_synchronization_time() {
     ];
     let (r, _) = run(&m, &alone, 200);
     assert_eq!(r.threads[0].sync_events, 0);
+    // A barrier alone in the last window is charged too (it was dropped with the window).
+    let mut last = vec![at(0, 0, adv(200)), at(0, 1, adv(200))];
+    barrier(&mut last, 200);
+    let (r, _) = run(&m, &last, 200);
+    for t in &r.threads {
+        assert_eq!(t.sync_events, 1, "{t:?}");
+        assert!((t.estimated_units - 250.0).abs() < 1e-9, "{t:?}");
+    }
 }
 
 #[test]

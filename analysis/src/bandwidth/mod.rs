@@ -295,12 +295,16 @@ pub fn analyse(
         })
         .collect();
 
-    // Channel order, page faults and synchronization last.
+    // Channel order, then page faults, then synchronization.
     total.parts.sort_by_key(|p| {
         channel_names
             .iter()
             .position(|n| *n == p.channel)
-            .unwrap_or(usize::MAX)
+            .unwrap_or(if p.channel == SYNCHRONIZATION {
+                usize::MAX
+            } else {
+                usize::MAX - 1
+            })
     });
 
     let series = report

@@ -51,6 +51,8 @@ struct ThreadState {
     /// many there were.
     sync_units: f64,
     sync_events: u64,
+    /// The thread began a region of two or more threads and has not entered a barrier since.
+    forked: bool,
     /// Sampled `(series, pc, bytes)` of the open window.
     samples: Vec<(usize, CodePos, u64)>,
     /// Time of the current barrier segment: at peak, and estimated.
@@ -205,6 +207,7 @@ impl BandwidthTimeline {
                     faults: 0,
                     sync_units: 0.0,
                     sync_events: 0,
+                    forked: false,
                     samples: Vec::new(),
                     segment_peak: 0.0,
                     segment_estimated: 0.0,
@@ -340,13 +343,17 @@ impl BandwidthTimeline {
                     }
                 }
             }
-            // A barrier or a team of one thread is hardly the runtime's work (the costs are
-            // measured with a thread per CPU).
+            // A barrier or a team of one thread is not charged (a choice: the costs are
+            // measured with a thread per CPU, and a team of one does less of that work).
             Event::BarrierEnter { participants, .. } if participants > 1 => {
-                if let Some(cost) = self.barrier_cost {
-                    let t = &mut self.threads[slot];
-                    t.sync_units += cost;
-                    t.sync_events += 1;
+                let t = &mut self.threads[slot];
+                // The recorders write a barrier right after a region's fork (its members
+                // start no earlier than the fork); its time is the fork's, in `region_ns`.
+                if !std::mem::take(&mut t.forked) {
+                    if let Some(cost) = self.barrier_cost {
+                        t.sync_units += cost;
+                        t.sync_events += 1;
+                    }
                 }
             }
             Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
@@ -354,8 +361,9 @@ impl BandwidthTimeline {
                 self.segment_ends = Some(e.time);
             }
             Event::RegionBegin { team, .. } if team > 1 => {
+                let t = &mut self.threads[slot];
+                t.forked = true;
                 if let Some(cost) = self.region_cost {
-                    let t = &mut self.threads[slot];
                     t.sync_units += cost;
                     t.sync_events += 1;
                 }
@@ -685,10 +693,9 @@ impl BandwidthTimeline {
         // One step to the window after the last carried busy unit: runs of identical windows
         // close in bulk (a huge final advance must not take one step per window).
         let w = self.cfg.window;
-        let open = self
-            .threads
-            .iter()
-            .any(|t| t.busy > 0 || t.faults > 0 || t.values.iter().any(|&v| v > 0));
+        let open = self.threads.iter().any(|t| {
+            t.busy > 0 || t.faults > 0 || t.sync_events > 0 || t.values.iter().any(|&v| v > 0)
+        });
         let carried = self
             .threads
             .iter()
