@@ -263,21 +263,19 @@ pub fn analyse(
                     added_seconds: d.added_units * spu,
                 })
                 .collect();
-            if t.faults > 0 {
-                parts.push(BreakdownPart {
-                    channel: PAGE_FAULTS.into(),
-                    windows: t.faults,
-                    seconds: t.fault_units * spu,
-                    added_seconds: t.fault_units * spu,
-                });
-            }
-            if t.sync_events > 0 {
-                parts.push(BreakdownPart {
-                    channel: SYNCHRONIZATION.into(),
-                    windows: t.sync_events,
-                    seconds: t.sync_units * spu,
-                    added_seconds: t.sync_units * spu,
-                });
+            // Time on top of the windows' (faults, barriers and forks), counted by events.
+            for (name, events, units) in [
+                (PAGE_FAULTS, t.faults, t.fault_units),
+                (SYNCHRONIZATION, t.sync_events, t.sync_units),
+            ] {
+                if events > 0 {
+                    parts.push(BreakdownPart {
+                        channel: name.into(),
+                        windows: events,
+                        seconds: units * spu,
+                        added_seconds: units * spu,
+                    });
+                }
             }
             let breakdown = Breakdown {
                 busy_seconds: t.busy_units as f64 * spu,

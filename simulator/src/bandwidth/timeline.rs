@@ -61,6 +61,15 @@ struct ThreadState {
 }
 
 impl ThreadState {
+    /// Adds one barrier or fork of `cost` time units to the open window (nothing when the
+    /// model gives no cost).
+    fn charge_sync(&mut self, cost: Option<f64>) {
+        if let Some(cost) = cost {
+            self.sync_units += cost;
+            self.sync_events += 1;
+        }
+    }
+
     /// The next sampling interval: uniform in `1..2·period` (mean `period`), so that loops
     /// whose access pattern repeats with the period are not always sampled at the same access.
     fn next_interval(&mut self, period: u32) -> u32 {
@@ -350,10 +359,7 @@ impl BandwidthTimeline {
                 // The recorders write a barrier right after a region's fork (its members
                 // start no earlier than the fork); its time is the fork's, in `region_ns`.
                 if !std::mem::take(&mut t.forked) {
-                    if let Some(cost) = self.barrier_cost {
-                        t.sync_units += cost;
-                        t.sync_events += 1;
-                    }
+                    t.charge_sync(self.barrier_cost);
                 }
             }
             Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
@@ -363,10 +369,7 @@ impl BandwidthTimeline {
             Event::RegionBegin { team, .. } if team > 1 => {
                 let t = &mut self.threads[slot];
                 t.forked = true;
-                if let Some(cost) = self.region_cost {
-                    t.sync_units += cost;
-                    t.sync_events += 1;
-                }
+                t.charge_sync(self.region_cost);
             }
             _ => {}
         }
