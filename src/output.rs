@@ -63,11 +63,15 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Whether `e` comes from writing to a pipe whose reader has gone.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
+/// Whether `e` comes from writing to a pipe whose reader has gone (also inside serde_json,
+/// which wraps the I/O error of JSON written to a writer).
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    let pipe = Some(std::io::ErrorKind::BrokenPipe);
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == pipe
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == pipe
     })
 }
 

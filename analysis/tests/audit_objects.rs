@@ -53,6 +53,17 @@ fn counters(base: u64, t: u64) -> Vec<Event> {
         .collect()
 }
 
+/// A heap block of `size` bytes at `addr` from allocation site `site` (no requested
+/// alignment).
+fn alloc(addr: u64, size: u64, site: u64) -> Event {
+    Event::Alloc {
+        addr,
+        size,
+        site: CodePos::new(site),
+        align: None,
+    }
+}
+
 /// A created thread's stream: `ThreadStart`, [`counters`]`(base, t)`, `ThreadExit`.
 fn created_counters(base: u64, t: u64) -> Vec<Event> {
     let mut v = vec![Event::ThreadStart];
@@ -99,12 +110,7 @@ fn assert_kinds(report: &AuditReport, expected: &[(FindingKind, &str)]) {
 #[test]
 fn a_heap_block_freed_before_the_segment_ends_keeps_its_name() {
     let base = 0x10_0000;
-    let mut main = vec![Event::Alloc {
-        addr: base,
-        size: 64,
-        site: CodePos::new(0x40_0100),
-        align: None,
-    }];
+    let mut main = vec![alloc(base, 64, 0x40_0100)];
     main.extend(counters(base, 0));
     // Freed after the work, with no barrier in between: the segment is the whole run.
     main.push(Event::Free { addr: base });
@@ -123,13 +129,7 @@ fn heap_blocks_allocated_one_after_another_on_one_line_are_both_named() {
     // Two 16-byte blocks from two sites, one per thread, 16 bytes apart in one line: the
     // finding is on one of them and must name the other, which the other thread writes.
     let (a, b) = (0x10_0000, 0x10_0020);
-    let alloc = |addr, site| Event::Alloc {
-        addr,
-        size: 16,
-        site: CodePos::new(site),
-        align: None,
-    };
-    let mut main = vec![alloc(a, 0x40_0100), alloc(b, 0x40_0200)];
+    let mut main = vec![alloc(a, 16, 0x40_0100), alloc(b, 16, 0x40_0200)];
     main.extend(counters(a, 0));
     // Thread 1's counter `b + 8·1 − 8` is the first word of block b.
     let (_dir, t) = trace(vec![main, counters(b - 8, 1)]);
@@ -614,12 +614,6 @@ fn an_object_on_a_recorded_findings_line_is_not_latent() {
     // own must not report it as latent false sharing "with no false sharing as recorded"
     // (until 2026-11-28 it did, counting its events a second time).
     let (a, b) = (0x10_0000u64, 0x10_0020u64);
-    let alloc = |addr, site| Event::Alloc {
-        addr,
-        size: 16,
-        site: CodePos::new(site),
-        align: None,
-    };
     let worker = |t: u64| -> Vec<Event> {
         let mut e = Vec::new();
         for i in 0..REPS {
@@ -630,7 +624,7 @@ fn an_object_on_a_recorded_findings_line_is_not_latent() {
         }
         e
     };
-    let mut main = vec![alloc(a, 0x40_0100), alloc(b, 0x40_0200)];
+    let mut main = vec![alloc(a, 16, 0x40_0100), alloc(b, 16, 0x40_0200)];
     main.extend(worker(0));
     let (_dir, t) = trace(vec![main, worker(1)]);
     let report = audit_of(&t);
@@ -698,12 +692,6 @@ fn a_neighbours_finding_on_an_objects_first_line_does_not_hide_its_latent_one() 
     // only with 128-byte lines. A's recorded finding must not count as B's (it did for a
     // while on 2026-11-28, and B's latent finding was gone).
     let (a, b) = (0x10_0000u64, 0x10_0020u64);
-    let alloc = |addr, size, site| Event::Alloc {
-        addr,
-        size,
-        site: CodePos::new(site),
-        align: None,
-    };
     let worker = |t: u64| -> Vec<Event> {
         let mut e = Vec::new();
         for _ in 0..REPS {

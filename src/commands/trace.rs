@@ -190,7 +190,8 @@ pub fn dump(
         Ok(())
     })();
     match result {
-        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        // `cachescope trace dump | head` closes the pipe early; that is not an error.
+        Err(e) if output::is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         // Reading the trace fails with a trace error; writing (a full disk) with these.
         Err(e) if is_write_error(&e) => Err(e.context("writing to standard output")),
         Err(e) => Err(e),
@@ -207,16 +208,6 @@ pub fn dump(
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// `cachescope trace dump | head` closes the pipe early; that is not an error.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    let pipe = Some(std::io::ErrorKind::BrokenPipe);
-    // The JSON lines fail inside serde_json, which wraps the I/O error.
-    e.downcast_ref::<std::io::Error>().map(|io| io.kind()) == pipe
-        || e.downcast_ref::<serde_json::Error>()
-            .and_then(|j| j.io_error_kind())
-            == pipe
 }
 
 /// An error of writing the dump (as opposed to reading the trace).
