@@ -291,22 +291,24 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             seconds,
         });
     }
-    let complete = TraceFile::open_with(
+    let finished = TraceFile::open_with(
         &tmp,
         OpenOptions {
             allow_incomplete: false,
         },
     )
-    .is_ok();
+    .ok();
+    let complete = finished.is_some();
     // Only a run that ended by itself replaces the output: a trace cut short by a signal (an
     // interrupt, a crash) is complete up to there, but not the run an earlier trace at the
     // output may hold.
     let ended_normally = std::os::unix::process::ExitStatusExt::signal(&status).is_none();
     // The output may have become the recorded program while it ran (a launcher that builds
     // the program at that path, then runs it): that program is never replaced by its trace.
-    let recorded = recorded_program(&tmp)
-        .filter(|p| same_inode(p, &output))
-        .filter(|_| complete && ended_normally);
+    // Its header names the recorded process's `/proc/self/exe`.
+    let recorded = finished
+        .map(|t| PathBuf::from(&t.header().program))
+        .filter(|p| ended_normally && same_inode(p, &output));
     let replaces_output = complete && ended_normally && recorded.is_none();
     let dest = if replaces_output {
         output.clone()
@@ -399,19 +401,6 @@ fn output_dir_name(dir: &Path) -> String {
     } else {
         dir.display().to_string()
     }
-}
-
-/// The executable the shim recorded into the trace `tmp` (its header's program, the
-/// recorded process's `/proc/self/exe`).
-fn recorded_program(tmp: &Path) -> Option<PathBuf> {
-    let trace = TraceFile::open_with(
-        tmp,
-        OpenOptions {
-            allow_incomplete: true,
-        },
-    )
-    .ok()?;
-    Some(PathBuf::from(&trace.header().program))
 }
 
 /// Whether `a` and `b` are one existing file (device and inode; links followed).
