@@ -12,7 +12,8 @@
 //!
 //! 1. **scan**: every core's worker finds the lines its threads' events of the quantum touch
 //!    (`footprint.rs`) — with two or more host threads, the other host threads do this
-//!    while host thread 0 weaves the previous quantum. Host thread 0 then checks those lines
+//!    while host thread 0 weaves the previous quantum, and host thread 0 takes the cores
+//!    left when it has woven (cores are taken by whichever host thread is free). Host thread 0 then checks those lines
 //!    against the directory, which it wove and so has in its cache (the footprints hand on
 //!    their lines as plain lists, read in order), and decides whether the cores may run the
 //!    quantum apart (below).
@@ -94,7 +95,8 @@ use self::weave::Weave;
 /// Phases of a quantum run by every host thread (see [`ParallelEngine::run_threads`]): find
 /// the lines each core's threads' events touch.
 const SCAN: u8 = 0;
-/// The same for the next quantum, by host threads 1.. while host thread 0 weaves.
+/// The same for the next quantum, by host threads 1.. while host thread 0 weaves, and by host
+/// thread 0 too once it has woven.
 const SCAN_AHEAD: u8 = 1;
 /// The bound phase.
 const BOUND: u8 = 2;
@@ -310,6 +312,8 @@ pub struct ParallelEngine {
     /// The next task of a bound phase: 0 replays the first half of the shared levels' log,
     /// `1 + c` bounds core c, `1 + cores` replays the rest of the log.
     next_task: AtomicUsize,
+    /// The next core to scan in a scan phase.
+    next_scan: AtomicUsize,
     /// Thread → core.
     table: ThreadIndex,
     time_unit: TimeUnit,
@@ -431,6 +435,7 @@ impl ParallelEngine {
             )),
             shared_class: Mutex::new(SharedClassifier::new(shared_lines, ncores)),
             next_task: AtomicUsize::new(0),
+            next_scan: AtomicUsize::new(0),
             foots: (0..ncores)
                 .map(|_| {
                     let limit = (FOOTPRINT_LINES / ncores).max(MIN_FOOTPRINT_LINES);
@@ -514,7 +519,7 @@ impl ParallelEngine {
         let this = &*self;
         let mut counts = QuantumCounts::default();
         std::thread::scope(|s| {
-            for h in 1..k {
+            for _ in 1..k {
                 let (barrier, done, phase, ranges, input) =
                     (&barrier, &done, &phase, &ranges, &input);
                 s.spawn(move || loop {
@@ -524,7 +529,7 @@ impl ParallelEngine {
                     }
                     {
                         let r = ranges.read().unwrap_or_else(PoisonError::into_inner);
-                        this.share(h, k, input, &r, phase.load(Ordering::Acquire));
+                        this.share(input, &r, phase.load(Ordering::Acquire));
                     }
                     barrier.wait();
                 });
@@ -543,7 +548,7 @@ impl ParallelEngine {
                 }
             };
             let mine = |p: u8, r: &[Range<usize>]| {
-                run_phase(p, r, &|| this.share(0, k, &input, r, p));
+                run_phase(p, r, &|| this.share(&input, r, p));
             };
             let mut cur = input.quantum_at(this.cfg.slack, &vec![0; placed.len()]);
             // Whether the quantum `cur` was scanned during the previous weave.
@@ -554,6 +559,7 @@ impl ParallelEngine {
                 let next = input.quantum_at(this.cfg.slack, &next_pos);
                 counts.total += 1;
                 if !scanned {
+                    this.next_scan.store(0, Ordering::Release);
                     mine(SCAN, &r);
                 }
                 this.check_directory();
@@ -574,10 +580,13 @@ impl ParallelEngine {
                     match &next {
                         Some(n) if k > 1 => {
                             // The other host threads scan the next quantum while this one
-                            // weaves (the scan reads only its cores' threads and is the
-                            // shorter of the two, so the shared-level replay stays a bound
-                            // task).
-                            run_phase(SCAN_AHEAD, n, &weave_and_observe);
+                            // weaves, and this one scans what is left once it has woven (the
+                            // shared-level replay stays a bound task).
+                            this.next_scan.store(0, Ordering::Release);
+                            run_phase(SCAN_AHEAD, n, &|| {
+                                weave_and_observe();
+                                this.share(&input, n, SCAN_AHEAD);
+                            });
                             scanned = true;
                         }
                         _ => {
@@ -680,16 +689,9 @@ impl ParallelEngine {
         }
     }
 
-    /// Host thread `h` of `k`'s share of phase `phase` on the quantum `r` of `input`: for
-    /// cores `h, h + k, ...`, or in [`SCAN_AHEAD`] (while host thread 0 weaves) for cores
-    /// `h - 1, h - 1 + (k - 1), ...`.
-    fn share(&self, h: usize, k: usize, input: &Input<'_>, r: &[Range<usize>], phase: u8) {
-        let (first, step) = if phase == SCAN_AHEAD {
-            (h - 1, k - 1)
-        } else {
-            (h, k)
-        };
-        let cores = (first..self.cores.len()).step_by(step);
+    /// A host thread's share of phase `phase` on the quantum `r` of `input`: the phase's tasks
+    /// (cores to scan, or the bound phase's tasks) that no other host thread took first.
+    fn share(&self, input: &Input<'_>, r: &[Range<usize>], phase: u8) {
         match phase {
             BOUND => {
                 // Tasks taken in turn by whichever host thread is free (each is a function of
@@ -716,11 +718,18 @@ impl ParallelEngine {
                 }
             }
             _ => {
-                // Each of this host thread's cores reads its own threads' events.
-                let mut guards: Vec<MutexGuard<'_, Footprint>> =
-                    cores.clone().map(|c| lock(&self.foots[c])).collect();
-                let mut mine: Vec<&mut Footprint> = guards.iter_mut().map(|g| &mut **g).collect();
-                for (f, c) in mine.iter_mut().zip(cores) {
+                // Cores taken in turn by whichever host thread is free: host thread 0 joins
+                // the scan ahead once it has woven, so the scan and the weave share both host
+                // threads however long each takes on this host. Each core's footprint reads
+                // only its own threads' events.
+                let n = self.cores.len();
+                let mut mine: Vec<MutexGuard<'_, Footprint>> = Vec::new();
+                loop {
+                    let c = self.next_scan.fetch_add(1, Ordering::AcqRel);
+                    if c >= n {
+                        break;
+                    }
+                    let mut f = lock(&self.foots[c]);
                     f.clear();
                     for s in input.core_slices(c, r) {
                         for e in s.events {
@@ -728,12 +737,17 @@ impl ParallelEngine {
                         }
                     }
                     f.finish();
+                    mine.push(f);
                 }
                 // With every core's line map at hand, this thread answers the shared-write
                 // test, so the driver need not read the maps from another host core's cache.
-                let verdict = (mine.len() == self.cores.len())
-                    .then(|| shared_write(mine.iter().map(|f| &**f)));
-                *lock(&self.shared_write) = verdict;
+                // A thread that scanned no core says nothing: when another scanned them all,
+                // its verdict is the only one written.
+                if !mine.is_empty() {
+                    let verdict =
+                        (mine.len() == n).then(|| shared_write(mine.iter().map(|f| &**f)));
+                    *lock(&self.shared_write) = verdict;
+                }
             }
         }
     }
