@@ -61,11 +61,37 @@ fn rank(sym: &object::Symbol<'_, '_>) -> u8 {
 /// every other name as it is. Demangling any name would read a C global `a` as the C++ type
 /// code for `signed char` and `y` as `unsigned long long`.
 pub(super) fn demangled(name: String) -> std::borrow::Cow<'static, str> {
-    if name.starts_with("_Z") || name.starts_with("_R") {
-        addr2line::demangle_auto(name.into(), None)
-    } else {
-        name.into()
+    if !(name.starts_with("_Z") || name.starts_with("_R")) {
+        return name.into();
     }
+    // Rust first, as addr2line's `demangle_auto`: a legacy Rust name is a valid C++ name too.
+    let whole = addr2line::demangle(&name, gimli::DW_LANG_Rust)
+        .or_else(|| addr2line::demangle(&name, gimli::DW_LANG_C_plus_plus));
+    match whole.or_else(|| demangled_name_part(&name)) {
+        Some(d) => d.into(),
+        None => name.into(),
+    }
+}
+
+/// Longest mangled name [`demangled_name_part`] tries (each try parses a prefix; names this
+/// long are rare, and a report keeps the mangled name then).
+const PARTIAL_DEMANGLE_MAX: usize = 1024;
+
+/// For a C++ name the demangler cannot parse whole: its function or object name alone, as the
+/// longest leading part of the mangled name that demangles to a plain name, followed by
+/// `(…)` for the signature left out. GCC mangles some expressions in template signatures in
+/// a form cpp_demangle rejects (`srSt11__is_scalarIT0_E` in libstdc++'s
+/// `std::__fill_a1<double*, double>`), and a name like that is still better read than
+/// `_ZSt9__fill_a1IPddEN9__gnu_cxx…`. A leading part that parses as a function (with a
+/// parameter list) is not taken: it would name parameters the symbol does not have.
+fn demangled_name_part(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") || name.len() > PARTIAL_DEMANGLE_MAX || !name.is_ascii() {
+        return None;
+    }
+    (3..name.len()).rev().find_map(|end| {
+        let d = addr2line::demangle(&name[..end], gimli::DW_LANG_C_plus_plus)?;
+        (!d.contains('(')).then(|| format!("{d}(…)"))
+    })
 }
 
 impl SymbolTable {
@@ -475,5 +501,21 @@ mod tests {
         }
         assert_eq!(demangled("_ZN2ns3AccE".to_string()), "ns::Acc");
         assert_eq!(demangled("_ZL5table".to_string()), "table");
+        // GCC's `sr` + `St` expression, which cpp_demangle rejects (libstdc++'s `std::fill`
+        // at -O0): the name without its signature, not the mangled name.
+        let fill = "_ZSt9__fill_a1IPddEN9__gnu_cxx11__enable_ifIXsrSt11__is_scalarIT0_E7__\
+                    valueEvE6__typeET_S8_RKS4_";
+        assert_eq!(
+            demangled(fill.to_string()),
+            "std::__fill_a1<double*, double>(…)"
+        );
+        // The same with a clone suffix; a name that is no mangled name at all stays as it is.
+        assert_eq!(
+            demangled(format!("{fill}.isra.0")),
+            "std::__fill_a1<double*, double>(…)"
+        );
+        assert_eq!(demangled("_Zzzz".to_string()), "_Zzzz");
+        // Names the demangler reads whole are not cut.
+        assert_eq!(demangled("_ZN3Foo3runEl".to_string()), "Foo::run(long)");
     }
 }

@@ -18,6 +18,7 @@ use gimli::AttributeValue;
 
 use super::links::{attr, text};
 use super::locals::decl_file;
+use super::module::demangled;
 
 /// What reports append to the enclosing function's name.
 const REGION_SUFFIX: &str = " (OpenMP region)";
@@ -59,8 +60,7 @@ pub(crate) fn region_name(function: &str, parent: Option<&str>) -> Option<String
         }
         // A C++ function's region carries its mangled name (`_ZN3Foo3runEv._omp_fn.0`).
         let parent: Cow<'_, str> = if prefix.starts_with("_Z") {
-            addr2line::demangle(prefix, gimli::DW_LANG_C_plus_plus)
-                .map_or(Cow::Borrowed(prefix), Cow::Owned)
+            demangled(prefix.to_owned())
         } else {
             Cow::Borrowed(prefix)
         };
@@ -93,7 +93,12 @@ fn declaration<R: gimli::Reader>(
     let linkage = text(dwarf, unit, entry, gimli::DW_AT_linkage_name)
         .or_else(|| text(dwarf, unit, entry, gimli::DW_AT_MIPS_linkage_name));
     let name = match linkage {
-        Some(l) => addr2line::demangle_auto(Cow::Owned(l), language).into_owned(),
+        // By the unit's language, else as a symbol's name (which also names what the
+        // demangler cannot parse whole).
+        Some(l) => match addr2line::demangle_auto(Cow::Borrowed(&l), language) {
+            Cow::Owned(d) => d,
+            Cow::Borrowed(_) => demangled(l).into_owned(),
+        },
         None => plain,
     };
     let index = match attr(unit, entry, gimli::DW_AT_decl_file)? {
