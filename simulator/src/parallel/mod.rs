@@ -13,10 +13,10 @@
 //! 1. **scan**: every core's worker finds the lines its threads' events of the quantum touch
 //!    (`footprint.rs`) — with two or more host threads, the other host threads do this
 //!    while host thread 0 weaves the previous quantum, and host thread 0 takes the cores
-//!    left when it has woven (cores are taken by whichever host thread is free). Host thread 0 then checks those lines
-//!    against the directory, which it wove and so has in its cache (the footprints hand on
-//!    their lines as plain lists, read in order), and decides whether the cores may run the
-//!    quantum apart (below).
+//!    left when it has woven (cores are taken by whichever host thread is free). Host
+//!    thread 0 then checks those lines against the directory, which it wove and so has in
+//!    its cache (the footprints hand on their lines as plain lists, read in order), and
+//!    decides whether the cores may run the quantum apart (below).
 //! 2. **bound**: every core's worker simulates that core's events of the quantum through its
 //!    private levels alone (`core.rs`). Hits are final; what needs other cores or the shared
 //!    levels becomes a request stamped with the event's `Seq`. Workers run in parallel, each
