@@ -305,6 +305,46 @@ total_read_gbs = 16.0
 }
 
 #[test]
+fn created_and_joined_threads_run_after_each_other() {
+    // Thread 0 runs 100 units, creates thread 1, waits for it (300 units) and runs 200 more:
+    // no barrier, but the program takes 100 + 300 + 200. Taking the longest thread of the
+    // segment, as before thread creation and joins were ordered, gives 300.
+    let m = model(LIMITS);
+    let adv = |units| Event::Advance { units, flops: 0 };
+    let events = [
+        at(0, 0, adv(100)),
+        at(100, 0, Event::ThreadCreate { child: 1 }),
+        at(100, 1, Event::ThreadStart),
+        at(100, 1, adv(300)),
+        at(400, 1, Event::ThreadExit),
+        at(400, 0, Event::ThreadJoin { child: 1 }),
+        at(400, 0, adv(200)),
+    ];
+    let (r, _) = run(&m, &events, 100);
+    assert_eq!(r.program.segments, 1);
+    assert!(
+        (r.program.peak_units - 600.0).abs() < 1e-9,
+        "{:?}",
+        r.program
+    );
+    assert!((r.program.estimated_units - 600.0).abs() < 1e-9);
+    // A thread that is created but never joined still starts at its creation: thread 1 ends
+    // at 100 + 300, after thread 0's 100 + 50.
+    let events = [
+        at(0, 0, adv(100)),
+        at(100, 0, Event::ThreadCreate { child: 1 }),
+        at(100, 1, adv(300)),
+        at(100, 0, adv(50)),
+    ];
+    let (r, _) = run(&m, &events, 100);
+    assert!(
+        (r.program.peak_units - 400.0).abs() < 1e-9,
+        "{:?}",
+        r.program
+    );
+}
+
+#[test]
 fn barriers_join_threads_per_segment() {
     // Segment 1: thread 0 runs 200 units, thread 1 runs 400. Segment 2 (after the barrier
     // left at 400): thread 0 runs 600, thread 1 nothing. Program: max(200, 400) + 600.

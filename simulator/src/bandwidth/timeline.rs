@@ -58,6 +58,21 @@ struct ThreadState {
     /// Time of the current barrier segment: at peak, and estimated.
     segment_peak: f64,
     segment_estimated: f64,
+    /// Where the thread's time in the segment starts, after the segment's start: at peak,
+    /// and estimated. A thread created in the segment starts where its creator was; a
+    /// thread that joined another goes on no earlier than that one's end.
+    start_peak: f64,
+    start_estimated: f64,
+}
+
+/// A thread creation or join seen in the open window, resolved when the window closes
+/// (slots of the threads).
+#[derive(Debug, Clone, Copy)]
+enum ThreadEdge {
+    /// `parent` created `child`.
+    Create { parent: usize, child: usize },
+    /// `parent` waited for `child` to end.
+    Join { parent: usize, child: usize },
 }
 
 impl ThreadState {
@@ -117,6 +132,8 @@ pub struct BandwidthTimeline {
     /// Time a barrier was left in the open window: a barrier segment ends there.
     segment_ends: Option<u64>,
     last_leave: Option<u64>,
+    /// Thread creations and joins of the open window, in the trace's order.
+    edges: Vec<ThreadEdge>,
     program: ProgramEstimate,
     /// Time units one first touch of a page costs (`None`: the model has no cost).
     fault_cost: Option<f64>,
@@ -220,6 +237,8 @@ impl BandwidthTimeline {
                     samples: Vec::new(),
                     segment_peak: 0.0,
                     segment_estimated: 0.0,
+                    start_peak: 0.0,
+                    start_estimated: 0.0,
                 }
             })
             .collect();
@@ -253,6 +272,7 @@ impl BandwidthTimeline {
             window: 0,
             segment_ends: None,
             last_leave: None,
+            edges: Vec::new(),
             program: ProgramEstimate::default(),
             fault_cost: bw.page_fault_ns.map(|ns| ns * bw.ghz * bw.ipc),
             barrier_cost: bw.barrier_ns.map(|ns| ns * bw.ghz * bw.ipc),
@@ -365,6 +385,22 @@ impl BandwidthTimeline {
             Event::BarrierLeave { .. } if self.last_leave != Some(e.time) => {
                 self.last_leave = Some(e.time);
                 self.segment_ends = Some(e.time);
+            }
+            Event::ThreadCreate { child } => {
+                if let Some(&child) = self.slot_of.get(&child) {
+                    self.edges.push(ThreadEdge::Create {
+                        parent: slot,
+                        child,
+                    });
+                }
+            }
+            Event::ThreadJoin { child } => {
+                if let Some(&child) = self.slot_of.get(&child) {
+                    self.edges.push(ThreadEdge::Join {
+                        parent: slot,
+                        child,
+                    });
+                }
             }
             Event::RegionBegin { team, .. } if team > 1 => {
                 let t = &mut self.threads[slot];
@@ -548,6 +584,15 @@ impl BandwidthTimeline {
         if self.segment_ends.is_some_and(|t| t - start < w.div_ceil(2)) {
             self.end_segment();
         }
+        // Each thread's time in the segment before this window, for its creations and joins.
+        let before: Vec<(f64, f64)> = if self.edges.is_empty() {
+            Vec::new()
+        } else {
+            self.threads
+                .iter()
+                .map(|t| (t.segment_peak, t.segment_estimated))
+                .collect()
+        };
         if self.issue_series != NONE {
             for t in &mut self.threads {
                 t.values[self.issue_series] = t.busy;
@@ -646,8 +691,42 @@ impl BandwidthTimeline {
                 }
             }
         }
+        self.resolve_edges(&before);
         if self.segment_ends.is_some() {
             self.end_segment();
+        }
+    }
+
+    /// Orders the threads created and joined in the window just recorded (`before`: each
+    /// thread's time in the segment before it). Exact to a window: a creation is placed at
+    /// the creator's time at the window's start, a join as if the joining thread did its
+    /// window's work after the joined thread's end.
+    fn resolve_edges(&mut self, before: &[(f64, f64)]) {
+        for edge in std::mem::take(&mut self.edges) {
+            match edge {
+                ThreadEdge::Create { parent, child } => {
+                    let p = &self.threads[parent];
+                    let (peak, est) = (
+                        p.start_peak + before[parent].0,
+                        p.start_estimated + before[parent].1,
+                    );
+                    let c = &mut self.threads[child];
+                    // The child's time so far (none, unless the trace had it run before its
+                    // creation) counts from its creation.
+                    c.start_peak = peak - before[child].0;
+                    c.start_estimated = est - before[child].1;
+                }
+                ThreadEdge::Join { parent, child } => {
+                    let c = &self.threads[child];
+                    let (peak, est) = (
+                        c.start_peak + c.segment_peak,
+                        c.start_estimated + c.segment_estimated,
+                    );
+                    let p = &mut self.threads[parent];
+                    p.start_peak = p.start_peak.max(peak - before[parent].0);
+                    p.start_estimated = p.start_estimated.max(est - before[parent].1);
+                }
+            }
         }
     }
 
@@ -679,10 +758,12 @@ impl BandwidthTimeline {
         self.segment_ends = None;
         let (mut peak, mut est) = (0.0f64, 0.0f64);
         for t in &mut self.threads {
-            peak = peak.max(t.segment_peak);
-            est = est.max(t.segment_estimated);
+            peak = peak.max(t.start_peak + t.segment_peak);
+            est = est.max(t.start_estimated + t.segment_estimated);
             t.segment_peak = 0.0;
             t.segment_estimated = 0.0;
+            t.start_peak = 0.0;
+            t.start_estimated = 0.0;
         }
         if est > 0.0 || peak > 0.0 {
             self.program.segments += 1;
@@ -696,9 +777,10 @@ impl BandwidthTimeline {
         // One step to the window after the last carried busy unit: runs of identical windows
         // close in bulk (a huge final advance must not take one step per window).
         let w = self.cfg.window;
-        let open = self.threads.iter().any(|t| {
-            t.busy > 0 || t.faults > 0 || t.sync_events > 0 || t.values.iter().any(|&v| v > 0)
-        });
+        let open = !self.edges.is_empty()
+            || self.threads.iter().any(|t| {
+                t.busy > 0 || t.faults > 0 || t.sync_events > 0 || t.values.iter().any(|&v| v > 0)
+            });
         let carried = self
             .threads
             .iter()
