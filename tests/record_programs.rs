@@ -873,6 +873,39 @@ fn accesses_in_inlined_library_code_are_named_by_the_programs_line() {
 }
 
 #[test]
+fn names_in_an_anonymous_namespace_are_spelled_as_cpp_tools_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_anon_namespace.cpp");
+    let line = line_of(&src, "WORK");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("anon-{compiler}{opt}");
+            let prog = build(
+                dir.path(),
+                &name,
+                &cxx_of(compiler),
+                &src,
+                &[opt, "-g", "-pthread"],
+            );
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 1), "200000\n", "{name}");
+            let (f, _, what) = failing_false_sharing(&trace, &name);
+            assert_eq!(
+                f["object"]["name"], "(anonymous namespace)::counters",
+                "{what}"
+            );
+            for side in ["writer", "victim"] {
+                assert_eq!(f[side]["line"].as_u64(), Some(u64::from(line)), "{what}");
+                assert_eq!(
+                    f[side]["function"], "(anonymous namespace)::work(int)",
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_member_functions_local_is_named_after_it_when_inlined_too() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_member_local.cpp");

@@ -559,6 +559,16 @@ impl Symbolizer {
                 Some(outer) => (outer.function, outer.compiler_made) = (name, made),
                 None => (loc.function, loc.compiler_made) = (name, made),
             }
+        } else if let Some(full) = loc
+            .outer_function()
+            .and_then(|plain| qualified_by_symbol(plain, m.functions.find(probe)?))
+        {
+            // g++ gives a function in an anonymous namespace (or a `static` one) no linkage
+            // name in DWARF, only `work`; its symbol says `(anonymous namespace)::work(int)`.
+            match loc.inlined_into.last_mut() {
+                Some(outer) => outer.function = Some(full),
+                None => loc.function = Some(full),
+            }
         }
         // Lambdas g++ inlined are `operator()` in DWARF: named after the function they are
         // written in, innermost frame first.
@@ -809,6 +819,21 @@ impl Symbolizer {
             },
         }
     }
+}
+
+/// The symbol's (demangled) name for a function DWARF names only by its plain identifier
+/// `plain`, when the symbol is that function with its scope and parameters
+/// (`(anonymous namespace)::work(int)` for `work`); `None` otherwise (C functions, whose
+/// symbol is the plain name, and names DWARF already qualified).
+fn qualified_by_symbol(plain: &str, sym: &module::Sym) -> Option<String> {
+    let identifier = !plain.is_empty()
+        && plain
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'~');
+    let name: &str = &sym.name;
+    let call = format!("{plain}(");
+    (identifier && (name.starts_with(&call) || name.contains(&format!("::{call}"))))
+        .then(|| name.to_owned())
 }
 
 /// Fills `loc` from addr2line's frames at `probe` (innermost first).

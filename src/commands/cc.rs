@@ -11,6 +11,15 @@ use cachescope_tracer::unrecorded::{scan, Blind, BlindSpot};
 /// Parses the wrapper's leading options, runs the planned compiler steps, returns the
 /// compiler's exit code.
 pub fn run(args: &[String]) -> Result<ExitCode> {
+    // `-h` or `--help` alone asks about the wrapper (gcc would read `-h` as the linker's
+    // soname option and take the shim's `-L` for its value); with other arguments they are
+    // the compiler's, as `cachescope cc --compiler g++ --help` is g++'s help.
+    if let [only] = args {
+        if only == "--help" || only == "-h" {
+            print_help()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let mut clang = false;
     let mut explicit = None;
     let mut capture = Capture::Tsan;
@@ -118,4 +127,26 @@ fn warn_unrecorded(file: &Path, name: &str, clang: bool) {
         text.push_str(&format!("  {n} {kind}: in {}\n", functions.join(", ")));
     }
     eprint!("{text}");
+}
+
+/// Prints the wrapper's own help (its leading options; everything else is the compiler's).
+fn print_help() -> Result<()> {
+    use clap::CommandFactory;
+    use std::io::Write;
+    let mut cli = crate::cli::Cli::command();
+    let text = match cli.find_subcommand_mut("cc") {
+        Some(cc) => cc.render_long_help().to_string(),
+        None => String::new(),
+    };
+    let mut out = std::io::stdout().lock();
+    let written = writeln!(
+        out,
+        "{text}\nThe compiler's own options: `cachescope cc --compiler gcc --help` (or g++, \
+         clang-14, ...)."
+    )
+    .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the help"),
+    }
 }

@@ -64,13 +64,28 @@ pub(super) fn demangled(name: String) -> std::borrow::Cow<'static, str> {
     if !(name.starts_with("_Z") || name.starts_with("_R")) {
         return name.into();
     }
-    // Rust first, as addr2line's `demangle_auto`: a legacy Rust name is a valid C++ name too.
-    let whole = addr2line::demangle(&name, gimli::DW_LANG_Rust)
-        .or_else(|| addr2line::demangle(&name, gimli::DW_LANG_C_plus_plus));
+    // A legacy Rust name (`_ZN…17h<16 hex digits>E`) is a valid C++ name too, and the Rust
+    // demangler reads any `_ZN…E` name as a Rust path (`_GLOBAL__N_1::counters` for C++'s
+    // `(anonymous namespace)::counters`): Rust first only for names with the Rust hash.
+    let (first, second) = if name.starts_with("_R") || legacy_rust_hash(&name) {
+        (gimli::DW_LANG_Rust, gimli::DW_LANG_C_plus_plus)
+    } else {
+        (gimli::DW_LANG_C_plus_plus, gimli::DW_LANG_Rust)
+    };
+    let whole = addr2line::demangle(&name, first).or_else(|| addr2line::demangle(&name, second));
     match whole.or_else(|| demangled_name_part(&name)) {
         Some(d) => d.into(),
         None => name.into(),
     }
+}
+
+/// Whether `name` ends like a legacy Rust symbol: its last path element `17h` and 16 hex
+/// digits, then `E` (and possibly a `.llvm.…` or other suffix after it).
+fn legacy_rust_hash(name: &str) -> bool {
+    let name = name.split('.').next().unwrap_or(name);
+    name.strip_suffix('E')
+        .and_then(|n| n.get(n.len().checked_sub(19)?..))
+        .is_some_and(|h| h.starts_with("17h") && h[3..].bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Longest mangled name [`demangled_name_part`] tries (each try parses a prefix; names this
@@ -515,6 +530,16 @@ mod tests {
             "std::__fill_a1<double*, double>(…)"
         );
         assert_eq!(demangled("_Zzzz".to_string()), "_Zzzz");
+        // C++'s anonymous namespace, which the Rust demangler would read as a Rust path.
+        assert_eq!(
+            demangled("_ZN12_GLOBAL__N_18countersE".to_string()),
+            "(anonymous namespace)::counters"
+        );
+        // A legacy Rust name keeps the Rust reading (without its hash).
+        assert_eq!(
+            demangled("_ZN4core3ptr13drop_in_place17h0123456789abcdefE".to_string()),
+            "core::ptr::drop_in_place"
+        );
         // Names the demangler reads whole are not cut.
         assert_eq!(demangled("_ZN3Foo3runEl".to_string()), "Foo::run(long)");
     }
