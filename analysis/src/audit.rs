@@ -1051,6 +1051,7 @@ fn finding(
         (exchanges, worst),
         start_in_line,
         &neighbours,
+        report.region_units.values().any(|&u| u > 0),
     );
     let heap = blocks.first().and_then(|b| b.heap.as_deref());
     let allocated_at = heap
@@ -1178,7 +1179,9 @@ fn heap_neighbours(
 /// What to do about a finding. `exchanges` of `worst` possible coherence events move data the
 /// threads really share (the same bytes); `start_in_line`: the object's start in its line (of
 /// `layout`'s size) in the recording, when its start is known; `neighbours`: other globals
-/// on its lines.
+/// on its lines; `openmp`: the program ran parallel regions (else schedules and reductions
+/// are not its words).
+#[allow(clippy::too_many_arguments)]
 fn suggestion(
     kind: FindingKind,
     object: &ObjectName,
@@ -1187,8 +1190,20 @@ fn suggestion(
     (exchanges, worst): (u64, u64),
     start_in_line: Option<u64>,
     neighbours: &[String],
+    openmp: bool,
 ) -> String {
     let line = layout.line_size;
+    let (chunks, distribution) = if openmp {
+        (
+            "bigger schedule chunk size",
+            "a bigger schedule chunk size, or a block distribution",
+        )
+    } else {
+        (
+            "e.g. one contiguous range of elements per thread",
+            "a block distribution: each thread a contiguous range",
+        )
+    };
     match kind {
         // Two globals the linker put on one line, each written by its own thread.
         FindingKind::FalseSharing if !neighbours.is_empty() && object.kind == "global" => format!(
@@ -1220,8 +1235,7 @@ fn suggestion(
             "{threads} threads access the same {line}-byte lines of {}, at different bytes but \
              also at the same ones (about {} of {} possible coherence events exchange data): \
              padding elements cannot separate them; hand out larger contiguous chunks per \
-             thread (a bigger schedule chunk size, or a block distribution) so that each line \
-             is written by one thread",
+             thread ({distribution}) so that each line is written by one thread",
             object.name,
             thousands(exchanges),
             thousands(worst)
@@ -1230,14 +1244,19 @@ fn suggestion(
             "{threads} threads access disjoint bytes of the same {line}-byte lines of {}, at \
              least one of them writing: give each thread's part its own line (pad per-thread \
              elements to {line} bytes, e.g. alignas({line})), or hand out larger contiguous \
-             chunks per thread (bigger schedule chunk size){}",
+             chunks per thread ({chunks}){}",
             object.name,
-            if object.kind == "stack" {
-                "; or let each thread work on a private variable (declared inside the parallel \
-                 region or the thread function, or an OpenMP reduction) and combine the results \
-                 once at the end"
-            } else {
-                ""
+            match (object.kind, openmp) {
+                ("stack", true) => {
+                    "; or let each thread work on a private variable (declared inside the \
+                     parallel region, or an OpenMP reduction) and combine the results once at \
+                     the end"
+                }
+                ("stack", false) => {
+                    "; or let each thread work on a private variable (declared in the thread \
+                     function) and combine the results once at the end"
+                }
+                _ => "",
             }
         ),
         FindingKind::LatentFalseSharing if layout.shift > 0 => {
@@ -1399,6 +1418,35 @@ mod tests {
             file: line.map(|_| "f.c".to_string()),
             line,
         }
+    }
+
+    #[test]
+    fn fixes_speak_openmp_only_to_openmp_programs() {
+        let fix = |kind: &'static str, openmp: bool| {
+            let object = ObjectName {
+                name: "counters".into(),
+                kind,
+            };
+            let layout = Layout {
+                line_size: 64,
+                shift: 0,
+            };
+            suggestion(
+                FindingKind::FalseSharing,
+                &object,
+                layout,
+                2,
+                (0, 100),
+                None,
+                &[],
+                openmp,
+            )
+        };
+        assert!(fix("global", true).contains("schedule chunk size"));
+        assert!(!fix("global", false).contains("schedule"));
+        assert!(fix("stack", true).contains("OpenMP reduction"));
+        assert!(!fix("stack", false).contains("OpenMP"));
+        assert!(fix("stack", false).contains("thread function"));
     }
 
     #[test]
