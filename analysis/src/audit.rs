@@ -267,9 +267,14 @@ pub struct TrueSharing {
     pub object: ObjectName,
     /// Possible data exchanges (Σ θ̃).
     pub exchanges: u64,
+    /// Of those, hand-overs from one segment to the next (a line one thread used in a
+    /// segment and another thread, with a store, in the next: the main thread's set-up
+    /// handing its data to the workers).
+    pub handovers: u64,
     /// Estimated false-sharing events left after subtracting them (Σ φ̃′).
     pub false_events: u64,
-    /// Threads involved.
+    /// Threads involved: those that shared the object's lines in a segment, and those that
+    /// handed them over to another thread from the segment before.
     pub threads: Vec<ThreadId>,
     /// Simulated false-sharing coherence misses on the object's lines (None: not simulated).
     /// Pluto's worst cases can cancel out where one field is exchanged and its neighbour only
@@ -591,6 +596,7 @@ fn true_sharing(
             let t = TrueSharing {
                 object: name,
                 exchanges: 0,
+                handovers: 0,
                 false_events: 0,
                 threads: Vec::new(),
                 simulated_false: None,
@@ -599,8 +605,10 @@ fn true_sharing(
             (t, BTreeSet::new())
         });
         e.exchanges += b.theta;
+        e.handovers += b.handovers;
         e.false_events += b.phi_prime;
         e.threads.extend(b.threads.iter().copied());
+        e.threads.extend(b.handover_threads.iter().copied());
         lines.insert(b.block & !(line - 1));
     }
     let mut out: Vec<TrueSharing> = by_object

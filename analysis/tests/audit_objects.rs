@@ -250,6 +250,44 @@ fn the_main_threads_set_up_and_tear_down_are_not_concurrent_with_its_threads() {
 }
 
 #[test]
+fn data_the_main_thread_hands_over_names_it_among_the_threads() {
+    // Main zero-fills 200 lines, creates two threads, which then write disjoint halves of
+    // them: no line is shared by the workers, but each is handed over from main's set-up.
+    // Listed as true sharing "between threads [1, 2]", the entry sent users looking for an
+    // exchange between the workers that did not exist.
+    let base = 0x50_0000u64;
+    let mut main = vec![Event::Alloc {
+        addr: base,
+        size: 200 * 64,
+        site: CodePos::new(0x40_4020),
+        align: Alignment::new(64),
+    }];
+    main.extend((0..200).map(|l| access(AccessKind::Store, base + 64 * l, 8, 0x40_4000)));
+    main.push(Event::ThreadCreate { child: 1 });
+    main.push(Event::ThreadCreate { child: 2 });
+    main.push(Event::ThreadJoin { child: 1 });
+    main.push(Event::ThreadJoin { child: 2 });
+    let half = |t: u64| -> Vec<Event> {
+        let mut e = vec![Event::ThreadStart];
+        for _ in 0..5 {
+            for l in (t - 1) * 100..t * 100 {
+                e.push(access(AccessKind::Store, base + 64 * l, 8, 0x40_4010));
+            }
+        }
+        e.push(Event::ThreadExit);
+        e
+    };
+    let (_dir, t) = trace(vec![main, half(1), half(2)]);
+    let report = audit_of(&t);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert_eq!(report.true_sharing.len(), 1, "{:#?}", report.true_sharing);
+    let ts = &report.true_sharing[0];
+    assert_eq!(ts.exchanges, 200, "{ts:#?}");
+    assert_eq!(ts.handovers, 200, "{ts:#?}");
+    assert_eq!(ts.threads, [0, 1, 2], "{ts:#?}");
+}
+
+#[test]
 fn lines_the_main_thread_wrote_alone_do_not_dilute_a_finding() {
     // A 512-byte heap block the main thread zeroes line by line before it creates two
     // threads, which then update one word each of its first line: per-thread data on one

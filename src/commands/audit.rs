@@ -391,11 +391,24 @@ pub fn render(
     for t in &r.true_sharing {
         let _ = writeln!(
             o,
-            "true sharing (not flagged): {} ({}): ~{} possible data exchanges between threads {:?}",
+            "true sharing (not flagged): {} ({}): ~{} possible data exchanges between threads \
+             {:?}{}",
             t.object.name,
             t.object.kind,
             thousands(t.exchanges),
-            t.threads
+            t.threads,
+            match t.handovers {
+                0 => String::new(),
+                n if n == t.exchanges => {
+                    " (all hand-overs from one segment to the next: one thread used the data \
+                     in a segment, another took it over in the next)"
+                        .to_owned()
+                }
+                n => format!(
+                    " ({} of them hand-overs from one segment to the next)",
+                    thousands(n)
+                ),
+            }
         );
         // The estimate's worst cases can cancel where the replay still sees false sharing
         // (a hot atomic next to data the other threads read or write): say so when it is as

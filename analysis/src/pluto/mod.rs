@@ -288,6 +288,15 @@ pub struct BlockEstimate {
     pub phi: u64,
     /// θ̃: of those, possible data exchanges.
     pub theta: u64,
+    /// Of θ̃, transfers from the previous segment (Eq. 4–5): the block used in one segment
+    /// and by another thread, with a store, in the next (the main thread's set-up handing
+    /// its data to the workers; one per block and segment boundary).
+    pub handovers: u64,
+    /// The threads that alone held the block in the segment before such a transfer (a
+    /// previous segment of several threads names none): the other side of the exchange,
+    /// which `threads` leaves out.
+    #[serde(skip)]
+    pub handover_threads: Vec<ThreadId>,
     /// φ̃′ = φ̃ − θ̃ (at least 0): estimated false-sharing events.
     pub phi_prime: u64,
     /// Segments in which the block was shared with a store.
@@ -629,7 +638,8 @@ impl Estimator {
             let (phi, theta) = b.map_or((0, 0), |d| (d.phi, d.theta));
             // Transfer from the previous segment (Eq. 4–5): a block used by ≥ 2 threads over
             // both segments, with a store among them.
-            let crossing = previous.block(recorded, layout.line_size).map_or(0, |p| {
+            let before = previous.block(recorded, layout.line_size);
+            let crossing = before.map_or(0, |p| {
                 let two = p.many || t.many || p.thread != t.thread;
                 u64::from(two && (t.store || p.store))
             });
@@ -676,6 +686,12 @@ impl Estimator {
             });
             e.phi += phi + crossing;
             e.theta += theta + crossing;
+            e.handovers += crossing;
+            if let Some(p) = before.filter(|p| crossing > 0 && !p.many) {
+                if !e.handover_threads.contains(&p.thread) {
+                    e.handover_threads.push(p.thread);
+                }
+            }
             // A block of several threads that reaches here was counted in detail (a transfer
             // needs a store in this segment or the previous one). A segment that only takes
             // the block over from the previous one (`main` reading the results after joining
@@ -793,6 +809,12 @@ impl BlockEstimate {
         }
         self.phi += other.phi;
         self.theta += other.theta;
+        self.handovers += other.handovers;
+        for t in other.handover_threads {
+            if !self.handover_threads.contains(&t) {
+                self.handover_threads.push(t);
+            }
+        }
         self.phi_prime = self.phi.saturating_sub(self.theta);
         self.segments += other.segments;
         // As in `Estimator::end_segment`: the largest φ̃ names the block, the earliest such
