@@ -123,8 +123,9 @@ pub struct CcArgs {
 /// `cachescope record`.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Output trace (default: PROGRAM-NAME.cstrace in the current directory). An existing file
-    /// is replaced only by a complete trace.
+    /// Output trace (default: PROGRAM-NAME.cstrace in the current directory). An existing trace
+    /// is replaced only by a complete trace; an existing file that is neither a trace nor empty
+    /// is refused before the run.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Callers recorded per heap allocation beyond its site (0 to 12): they name blocks that

@@ -391,6 +391,15 @@ fn unusable_output(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
                 .to_string(),
         );
     }
+    // A recording replaces the previous recording, not any file: `-o main.cpp` (a slip for
+    // `main.cst`) must not cost the source. An empty file (`mktemp`) may take the trace.
+    if !is_trace && !head.is_empty() {
+        return Some(
+            "it is not a cachescope trace; refusing to write the trace over it: give -o \
+             another file, or remove this one first"
+                .to_string(),
+        );
+    }
     None
 }
 
