@@ -235,7 +235,8 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
             .as_str()
             .unwrap();
         assert_eq!(uri, format!("examples/{file}"));
-        // A heap block's allocation is a related location too (in JSON: `allocated_at`).
+        // A heap block's allocation is a related location too (in JSON: `allocated_at`); a
+        // global's declaration in its place (`declared_at`).
         let allocation = results[0]["relatedLocations"]
             .as_array()
             .into_iter()
@@ -253,7 +254,28 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
                 .contains("allocated here"));
             assert_eq!(f["allocated_at"]["line"].as_u64(), Some(at), "{name}");
         } else {
-            assert!(allocation.is_none(), "{name}: {:#}", results[0]);
+            assert_eq!(f["object"]["kind"], "global", "{name}");
+            let l = allocation.unwrap_or_else(|| panic!("{name}: {:#}", results[0]));
+            let pl = &l["physicalLocation"];
+            assert_eq!(pl["artifactLocation"]["uri"], format!("examples/{file}"));
+            // The declaration: the first line outside comments that has `TYPE object[` and
+            // no assignment.
+            let text = std::fs::read_to_string(examples().join(file)).unwrap();
+            let declared = text
+                .lines()
+                .position(|l| {
+                    l.contains(&format!(" {object}["))
+                        && !l.trim_start().starts_with('*')
+                        && !l.contains('=')
+                })
+                .unwrap() as u64
+                + 1;
+            assert_eq!(pl["region"]["startLine"].as_u64(), Some(declared), "{name}");
+            assert_eq!(f["declared_at"]["line"].as_u64(), Some(declared), "{name}");
+            assert!(l["message"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("declared here"));
         }
     }
 

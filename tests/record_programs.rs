@@ -877,6 +877,7 @@ fn names_in_an_anonymous_namespace_are_spelled_as_cpp_tools_do() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_anon_namespace.cpp");
     let line = line_of(&src, "WORK");
+    let declared = line_of(&src, "COUNTERS");
     for compiler in compilers() {
         for opt in ["-O0", "-O2"] {
             let name = format!("anon-{compiler}{opt}");
@@ -892,6 +893,18 @@ fn names_in_an_anonymous_namespace_are_spelled_as_cpp_tools_do() {
             let (f, _, what) = failing_false_sharing(&trace, &name);
             assert_eq!(
                 f["object"]["name"], "(anonymous namespace)::counters",
+                "{what}"
+            );
+            // A global's declaration, as a local's: the SARIF "declared here" location.
+            assert_eq!(
+                f["declared_at"]["line"].as_u64(),
+                Some(u64::from(declared)),
+                "{what}"
+            );
+            assert!(
+                f["declared_at"]["file"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("cxx_anon_namespace.cpp")),
                 "{what}"
             );
             for side in ["writer", "victim"] {

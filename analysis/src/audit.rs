@@ -1077,14 +1077,26 @@ fn finding(
         .filter(|_| object.kind == "stack")
         .and_then(|b| b.stack.as_ref())
         .map(|s| symbols.stack_object(s));
-    let declared_at = stack.as_ref().and_then(|s| {
-        let l = s.local.as_ref()?;
-        Some(SourceLine {
-            function: l.function.clone().or_else(|| s.function.clone()),
-            file: l.decl_file.clone()?,
-            line: l.decl_line.filter(|&l| l > 0)?,
-        })
-    });
+    let declared_at = match object.kind {
+        "stack" => stack.as_ref().and_then(|s| {
+            let l = s.local.as_ref()?;
+            Some(SourceLine {
+                function: l.function.clone().or_else(|| s.function.clone()),
+                file: l.decl_file.clone()?,
+                line: l.decl_line.filter(|&l| l > 0)?,
+            })
+        }),
+        // A global's declaration, from DWARF (`static` variables of a function included).
+        "global" => blocks
+            .first()
+            .and_then(|b| symbols.declaration(b.sample_addr))
+            .map(|(file, line)| SourceLine {
+                function: None,
+                file,
+                line,
+            }),
+        _ => None,
+    };
     let fingerprint = fingerprint(
         kind,
         object,

@@ -22,6 +22,7 @@
 //! (TLS symbols are per-thread offsets).
 
 mod alignment;
+mod declarations;
 mod frames;
 mod lambdas;
 mod links;
@@ -645,6 +646,16 @@ impl Symbolizer {
         let m = self.open(i)?;
         let start = m.objects.find(probe)?.start;
         m.declared_alignment(start)
+    }
+
+    /// Where the global or static object holding `addr` is declared (file and line, from
+    /// DWARF), if known; parses the module's DWARF.
+    pub fn declaration(&mut self, addr: u64) -> Option<(String, u32)> {
+        let i = self.extent_module(addr)?;
+        let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
+        let m = self.open(i)?;
+        let start = m.objects.find(probe)?.start;
+        m.declaration(start)
     }
 
     /// What `addr` belongs to: a live heap block in `heap`, else a global object, else

@@ -5,7 +5,7 @@
 #include <thread>
 
 namespace {
-long counters[2];
+long counters[2]; // COUNTERS
 __attribute__((noinline)) void work(int t)
 {
     for (int i = 0; i < 100000; ++i) {

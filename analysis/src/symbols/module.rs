@@ -17,6 +17,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use tracing::{debug, warn};
 
 use super::alignment::declared_alignments;
+use super::declarations::declarations;
 use super::frames::CallSites;
 use super::lambdas::{lambdas, Lambdas};
 use super::regions::{outlined_regions, OutlinedRegions};
@@ -172,6 +173,9 @@ struct Parsed {
     context: Context,
     /// Declared alignments of variables, by link-time start address (`alignment.rs`).
     alignments: BTreeMap<u64, u64>,
+    /// Declaring file and line of global and static variables, by link-time start address
+    /// (`declarations.rs`).
+    declarations: BTreeMap<u64, (String, u32)>,
     /// Variables declared `static` in a function, by link-time address (`statics.rs`).
     statics: BTreeMap<u64, FunctionStatic>,
     /// clang's outlined OpenMP regions and their enclosing functions (`regions.rs`).
@@ -378,6 +382,16 @@ impl LoadedModule {
             _ => None,
         }
     }
+
+    /// The declaring file and line DWARF gives the variable starting at link-time address
+    /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
+    pub fn declaration(&mut self, start: u64) -> Option<(String, u32)> {
+        self.context()?;
+        match &self.dwarf {
+            Dwarf::Ready(parsed) => parsed.declarations.get(&start).cloned(),
+            _ => None,
+        }
+    }
 }
 
 /// Reads a module or debug file: only a regular file (a trace naming `/dev/zero` or a pipe as
@@ -437,6 +451,7 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     };
     let dwarf = gimli::Dwarf::load(load)?;
     let alignments = declared_alignments(&dwarf);
+    let declarations = declarations(&dwarf);
     let statics = function_statics(&dwarf);
     let regions = outlined_regions(&dwarf);
     let lambdas = lambdas(&dwarf);
@@ -444,6 +459,7 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     Ok(Parsed {
         context,
         alignments,
+        declarations,
         statics,
         regions,
         lambdas,
