@@ -102,6 +102,10 @@ enum Step {
     Alloc(u64, u64),
     Free(u64),
     Barrier,
+    /// A thread creation or join (of thread `n % threads`), which order threads in the
+    /// program estimate.
+    Create(u32),
+    Join(u32),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -118,6 +122,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0u64..4, prop::sample::select(vec![64u64, 200 << 10])).prop_map(|(b, s)| Step::Alloc(b, s)),
         1 => (0u64..4).prop_map(Step::Free),
         1 => Just(Step::Barrier),
+        1 => (0u32..4).prop_map(Step::Create),
+        1 => (0u32..4).prop_map(Step::Join),
     ]
 }
 
@@ -125,7 +131,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     /// Random multi-thread timelines (accesses with code positions, advances, large blocks
-    /// freed and reallocated, barriers, many events at the same time): the parallel engine's
+    /// freed and reallocated, barriers, thread creations and joins, many events at the same
+    /// time): the parallel engine's
     /// bandwidth report is the exact engine's, byte for byte.
     #[test]
     fn random_timelines_equal_exact(
@@ -155,6 +162,8 @@ proptest! {
                     Step::Alloc(b, size) => Event::Alloc { addr: 0x100000 * (b + 1), size, site: None, align: None },
                     Step::Free(b) => Event::Free { addr: 0x100000 * (b + 1) },
                     Step::Barrier => Event::BarrierLeave { barrier: 1 },
+                    Step::Create(n) => Event::ThreadCreate { child: n % threads },
+                    Step::Join(n) => Event::ThreadJoin { child: n % threads },
                 };
                 TimedEvent { time, thread: thread % threads, event }
             })
