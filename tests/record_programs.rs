@@ -872,6 +872,24 @@ fn accesses_in_inlined_library_code_are_named_by_the_programs_line() {
     }
 }
 
+/// Builds the C++ program `src` (two threads, printing 200000) with `compiler`'s C++ driver
+/// at `opt`, records it and returns its false-sharing finding (the audit must fail) and a
+/// description for assertion messages.
+fn cxx_finding(
+    dir: &Path,
+    tag: &str,
+    compiler: &str,
+    opt: &str,
+    src: &Path,
+) -> (serde_json::Value, String) {
+    let name = format!("{tag}-{compiler}{opt}");
+    let prog = build(dir, &name, &cxx_of(compiler), src, &[opt, "-g", "-pthread"]);
+    let trace = dir.join(format!("{name}.cstrace"));
+    assert_eq!(record(&trace, &prog, &[], 1), "200000\n", "{name}");
+    let (f, _, what) = failing_false_sharing(&trace, &name);
+    (f, what)
+}
+
 #[test]
 fn names_in_an_anonymous_namespace_are_spelled_as_cpp_tools_do() {
     let dir = tempfile::tempdir().unwrap();
@@ -880,17 +898,7 @@ fn names_in_an_anonymous_namespace_are_spelled_as_cpp_tools_do() {
     let declared = line_of(&src, "COUNTERS");
     for compiler in compilers() {
         for opt in ["-O0", "-O2"] {
-            let name = format!("anon-{compiler}{opt}");
-            let prog = build(
-                dir.path(),
-                &name,
-                &cxx_of(compiler),
-                &src,
-                &[opt, "-g", "-pthread"],
-            );
-            let trace = dir.path().join(format!("{name}.cstrace"));
-            assert_eq!(record(&trace, &prog, &[], 1), "200000\n", "{name}");
-            let (f, _, what) = failing_false_sharing(&trace, &name);
+            let (f, what) = cxx_finding(dir.path(), "anon", compiler, opt, &src);
             assert_eq!(
                 f["object"]["name"], "(anonymous namespace)::counters",
                 "{what}"
@@ -926,17 +934,7 @@ fn a_member_functions_local_is_named_after_it_when_inlined_too() {
     for compiler in compilers() {
         let mut fingerprints = Vec::new();
         for opt in ["-O0", "-O2"] {
-            let name = format!("member-{compiler}{opt}");
-            let prog = build(
-                dir.path(),
-                &name,
-                &cxx_of(compiler),
-                &src,
-                &[opt, "-g", "-pthread"],
-            );
-            let trace = dir.path().join(format!("{name}.cstrace"));
-            assert_eq!(record(&trace, &prog, &[], 1), "200000\n", "{name}");
-            let (f, _, what) = failing_false_sharing(&trace, &name);
+            let (f, what) = cxx_finding(dir.path(), "member", compiler, opt, &src);
             assert_eq!(
                 f["object"]["name"],
                 format!("local partial of Runner::run(int) (cxx_member_local.cpp:{line})"),

@@ -22,6 +22,25 @@ const MAX_TYPE_DEPTH: usize = 16;
 /// cannot be read are skipped: a missing entry only means no shift is ruled out.
 pub(crate) fn declared_alignments<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> BTreeMap<u64, u64> {
     let mut out = BTreeMap::new();
+    for_each_global_variable(dwarf, |unit, entry, addr| {
+        let declared = std::iter::once(entry.clone())
+            .chain(specification(unit, entry))
+            .filter_map(|e| alignment_of(unit, &e))
+            .max();
+        if let Some(a) = declared {
+            let slot = out.entry(addr).or_insert(a);
+            *slot = (*slot).max(a);
+        }
+    });
+    out
+}
+
+/// Calls `f` with the unit, entry and link-time address of every global or static variable
+/// (see [`location_address`]). Units or entries that cannot be read are skipped.
+pub(crate) fn for_each_global_variable<R: gimli::Reader>(
+    dwarf: &gimli::Dwarf<R>,
+    mut f: impl FnMut(&gimli::Unit<R>, &gimli::DebuggingInformationEntry<'_, '_, R>, u64),
+) {
     let mut headers = dwarf.units();
     while let Ok(Some(header)) = headers.next() {
         let Ok(unit) = dwarf.unit(header) else {
@@ -32,25 +51,23 @@ pub(crate) fn declared_alignments<R: gimli::Reader>(dwarf: &gimli::Dwarf<R>) -> 
             if entry.tag() != gimli::DW_TAG_variable {
                 continue;
             }
-            let Some(addr) = location_address(dwarf, &unit, entry) else {
-                continue;
-            };
-            let declared = [entry.attr_value(gimli::DW_AT_specification)]
-                .into_iter()
-                .filter_map(|v| match v {
-                    Ok(Some(AttributeValue::UnitRef(o))) => unit.entry(o).ok(),
-                    _ => None,
-                })
-                .chain(std::iter::once(entry.clone()))
-                .filter_map(|e| alignment_of(&unit, &e))
-                .max();
-            if let Some(a) = declared {
-                let slot = out.entry(addr).or_insert(a);
-                *slot = (*slot).max(a);
+            if let Some(addr) = location_address(dwarf, &unit, entry) {
+                f(&unit, entry, addr);
             }
         }
     }
-    out
+}
+
+/// The declaration a variable's definition refers to (`DW_AT_specification`: a C++ static
+/// member or namespace member defined apart from its declaration), if any.
+pub(crate) fn specification<'u, R: gimli::Reader>(
+    unit: &'u gimli::Unit<R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<gimli::DebuggingInformationEntry<'u, 'u, R>> {
+    match entry.attr_value(gimli::DW_AT_specification) {
+        Ok(Some(AttributeValue::UnitRef(o))) => unit.entry(o).ok(),
+        _ => None,
+    }
 }
 
 /// The address of a variable whose location is a single address (`DW_OP_addr` or

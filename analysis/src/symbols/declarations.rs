@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use addr2line::gimli;
 use gimli::AttributeValue;
 
-use super::alignment::location_address;
+use super::alignment::{for_each_global_variable, specification};
 use super::locals::decl_file;
 
 /// Link-time start address of each global or static variable → its declaring file and line.
@@ -18,39 +18,22 @@ pub(crate) fn declarations<R: gimli::Reader>(
     dwarf: &gimli::Dwarf<R>,
 ) -> BTreeMap<u64, (String, u32)> {
     let mut out = BTreeMap::new();
-    let mut headers = dwarf.units();
-    while let Ok(Some(header)) = headers.next() {
-        let Ok(unit) = dwarf.unit(header) else {
-            continue;
-        };
-        let unit_ref = gimli::UnitRef::new(dwarf, &unit);
-        let mut entries = unit.entries();
-        while let Ok(Some((_, entry))) = entries.next_dfs() {
-            if entry.tag() != gimli::DW_TAG_variable {
-                continue;
-            }
-            let Some(addr) = location_address(dwarf, &unit, entry) else {
-                continue;
-            };
-            let specification = match entry.attr_value(gimli::DW_AT_specification) {
-                Ok(Some(AttributeValue::UnitRef(o))) => unit.entry(o).ok(),
-                _ => None,
-            };
-            let site = std::iter::once(entry.clone())
-                .chain(specification)
-                .find_map(|e| {
-                    let file = match e.attr_value(gimli::DW_AT_decl_file).ok()?? {
-                        AttributeValue::FileIndex(i) => i,
-                        v => v.udata_value()?,
-                    };
-                    let line = e.attr_value(gimli::DW_AT_decl_line).ok()??.udata_value()?;
-                    let line = u32::try_from(line).ok().filter(|&l| l > 0)?;
-                    Some((decl_file(unit_ref, file)?, line))
-                });
-            if let Some(site) = site {
-                out.entry(addr).or_insert(site);
-            }
+    for_each_global_variable(dwarf, |unit, entry, addr| {
+        let unit_ref = gimli::UnitRef::new(dwarf, unit);
+        let site = std::iter::once(entry.clone())
+            .chain(specification(unit, entry))
+            .find_map(|e| {
+                let file = match e.attr_value(gimli::DW_AT_decl_file).ok()?? {
+                    AttributeValue::FileIndex(i) => i,
+                    v => v.udata_value()?,
+                };
+                let line = e.attr_value(gimli::DW_AT_decl_line).ok()??.udata_value()?;
+                let line = u32::try_from(line).ok().filter(|&l| l > 0)?;
+                Some((decl_file(unit_ref, file)?, line))
+            });
+        if let Some(site) = site {
+            out.entry(addr).or_insert(site);
         }
-    }
+    });
     out
 }
