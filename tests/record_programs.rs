@@ -442,7 +442,8 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
     let prog = lifecycle(dir.path());
     let trace = dir.path().join("spin.cstrace");
     // An earlier recording at the output: a run cut short by a signal must not replace it.
-    std::fs::write(&trace, b"an earlier trace").unwrap();
+    let earlier = [&cachescope_schema::frame::MAGIC[..], b" an earlier trace"].concat();
+    std::fs::write(&trace, &earlier).unwrap();
     let pidfile = dir.path().join("pid");
     let mut child = record_command(&trace, &prog, &["spin", pidfile.to_str().unwrap()])
         .spawn()
@@ -452,6 +453,11 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
             if let Ok(p) = s.trim().parse::<i32>() {
                 break p;
             }
+        }
+        // A record that ended before the program wrote its pid (refused the output) must
+        // fail the test, not hang it.
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("record ended before the program started: {status}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
@@ -463,7 +469,7 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
         Some(128 + 15),
         "record reports the program's death by SIGTERM"
     );
-    assert_eq!(std::fs::read(&trace).unwrap(), b"an earlier trace");
+    assert_eq!(std::fs::read(&trace).unwrap(), earlier);
     let trace = dir.path().join("spin.cstrace.partial");
     let report = cachescope_schema::verify_file(&trace).unwrap();
     assert!(report.ok(), "{:?}", report.problem());
