@@ -262,12 +262,6 @@ fn an_output_that_is_not_a_regular_file_is_refused_before_the_run() {
     ));
 }
 
-/// What stands for an earlier recording at an output: a trace's first bytes (a new recording
-/// replaces only a trace, or an empty file).
-fn earlier_trace() -> Vec<u8> {
-    [&cachescope_schema::frame::MAGIC[..], b" an earlier trace"].concat()
-}
-
 #[test]
 fn an_output_that_is_no_trace_is_refused_before_the_run() {
     // `-o main.c` for `-o main.cst`: the source became the trace. An empty file may take it.
@@ -302,7 +296,7 @@ fn an_output_that_links_to_a_file_replaces_the_file_not_the_link() {
     let prog = prog.to_str().unwrap();
     std::fs::create_dir(dir.path().join("traces")).unwrap();
     let target = dir.path().join("traces").join("t.cstrace");
-    std::fs::write(&target, earlier_trace()).unwrap();
+    std::fs::write(&target, support::earlier_trace()).unwrap();
     std::os::unix::fs::symlink("traces/t.cstrace", dir.path().join("link.cstrace")).unwrap();
     let o = record(
         dir.path(),
@@ -384,7 +378,7 @@ fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
     ] {
         let trace = dir.path().join(format!("{how}.cstrace"));
         // An earlier recording at the output stays: a run cut short is kept apart.
-        std::fs::write(&trace, earlier_trace()).unwrap();
+        std::fs::write(&trace, support::earlier_trace()).unwrap();
         let start = std::time::Instant::now();
         let o = record(dir.path(), Some(&trace), &[prog.to_str().unwrap(), &n, how]);
         // The faulting thread waits for the writer, which ends the process as soon as the
@@ -402,7 +396,11 @@ fn a_program_that_crashes_leaves_a_complete_trace_and_dies_of_its_signal() {
             )),
             "{how}: {err}"
         );
-        assert_eq!(std::fs::read(&trace).unwrap(), earlier_trace(), "{how}");
+        assert_eq!(
+            std::fs::read(&trace).unwrap(),
+            support::earlier_trace(),
+            "{how}"
+        );
         // Complete (opens without --allow-incomplete), with every store before the crash.
         let partial = dir.path().join(format!("{how}.cstrace.partial"));
         assert!(stores(&partial) >= N, "{how}: {} stores", stores(&partial));

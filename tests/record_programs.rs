@@ -442,7 +442,7 @@ fn sigterm_completes_the_trace_and_the_program_still_dies_of_it() {
     let prog = lifecycle(dir.path());
     let trace = dir.path().join("spin.cstrace");
     // An earlier recording at the output: a run cut short by a signal must not replace it.
-    let earlier = [&cachescope_schema::frame::MAGIC[..], b" an earlier trace"].concat();
+    let earlier = support::earlier_trace();
     std::fs::write(&trace, &earlier).unwrap();
     let pidfile = dir.path().join("pid");
     let mut child = record_command(&trace, &prog, &["spin", pidfile.to_str().unwrap()])

@@ -641,21 +641,25 @@ impl Symbolizer {
     /// The alignment declared (DWARF `DW_AT_alignment`: `alignas`, `aligned(N)`) for the
     /// global or static object holding `addr`, if it has one; parses the module's DWARF.
     pub fn declared_alignment(&mut self, addr: u64) -> Option<u64> {
-        let i = self.extent_module(addr)?;
-        let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
-        let m = self.open(i)?;
-        let start = m.objects.find(probe)?.start;
+        let (m, start) = self.global_at(addr)?;
         m.declared_alignment(start)
     }
 
     /// Where the global or static object holding `addr` is declared (file and line, from
     /// DWARF), if known; parses the module's DWARF.
     pub fn declaration(&mut self, addr: u64) -> Option<(String, u32)> {
+        let (m, start) = self.global_at(addr)?;
+        m.declaration(start)
+    }
+
+    /// The module holding the global or static object at `addr`, and the object's
+    /// link-time start address.
+    fn global_at(&mut self, addr: u64) -> Option<(&mut LoadedModule, u64)> {
         let i = self.extent_module(addr)?;
         let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
         let m = self.open(i)?;
         let start = m.objects.find(probe)?.start;
-        m.declaration(start)
+        Some((m, start))
     }
 
     /// What `addr` belongs to: a live heap block in `heap`, else a global object, else

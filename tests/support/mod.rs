@@ -154,3 +154,9 @@ pub fn gen_trace(dir: &Path, name: &str, workload: &str, extra: &[&str]) -> Path
     assert!(o.status.success(), "{}", stderr(&o));
     path
 }
+
+/// What stands for an earlier recording at an output: a trace's first bytes (a new recording
+/// replaces only a trace, or an empty file).
+pub fn earlier_trace() -> Vec<u8> {
+    [&cachescope_schema::frame::MAGIC[..], b" an earlier trace"].concat()
+}
