@@ -267,6 +267,44 @@ pub fn refuse_to_replace_a_trace(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// An error if `path` exists and is neither a cachescope trace nor empty, for commands that
+/// write a trace (`import`, `trace gen`): they replace the previous trace, not any file, so
+/// `-o main.c` (a slip for `main.cst`) must not cost the source, as `record` refuses it too.
+/// Something that is not a regular file (`/dev/null`, a pipe) is written to, not replaced.
+pub fn refuse_to_replace_a_non_trace(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        bail!(
+            "{} is a directory; give the trace a file name",
+            path.display()
+        );
+    }
+    if !meta.is_file() {
+        return Ok(());
+    }
+    let mut head = [0u8; 8];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .with_context(|| format!("reading {} to see whether it is a trace", path.display()))?;
+    let head = &head[..read];
+    if head == cachescope_schema::frame::MAGIC || (head.is_empty() && meta.len() == 0) {
+        return Ok(());
+    }
+    let what = if meta.permissions().mode() & 0o111 != 0 || head.starts_with(b"\x7fELF") {
+        "a program (an executable file)"
+    } else {
+        "not a cachescope trace"
+    };
+    bail!(
+        "refusing to write a trace over {}: it is {what}; give -o another file, or remove this \
+         one first",
+        path.display()
+    )
+}
+
 /// A plot writer for `cachescope_analysis::bandwidth::svg::write_all_with`: [`write_file`],
 /// with the reason alone (the plot error names the file).
 pub fn write_plot(path: &Path, bytes: &[u8]) -> std::result::Result<(), String> {

@@ -200,6 +200,49 @@ fn gen_writes_to_dev_null_without_reading_it_back() {
 }
 
 #[test]
+fn trace_writers_replace_traces_but_not_other_files() {
+    // Until 2026-11-28 `trace gen` and `import lackey` renamed their trace over any file:
+    // `-o main.c` cost the source (record already refused it).
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("main.c");
+    std::fs::write(&source, "int main(void) { return 0; }\n").unwrap();
+    let log = dir.path().join("run.lackey");
+    std::fs::write(&log, "I  04000bd0,3\n L 1000,4\n").unwrap();
+    let (s, l) = (source.to_str().unwrap(), log.to_str().unwrap());
+    for args in [
+        vec!["trace", "gen", "stream", "-o", s, "--size", "4K"],
+        vec!["import", "lackey", l, "-o", s],
+    ] {
+        let o = cachescope(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("not a cachescope trace"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("main.c"), "{}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(&source).unwrap(),
+            "int main(void) { return 0; }\n",
+            "{args:?} changed the file"
+        );
+    }
+    // A previous trace and an empty file (`mktemp`) take the new trace.
+    let trace = dir.path().join("t.cstrace");
+    std::fs::write(&trace, "").unwrap();
+    let t = trace.to_str().unwrap();
+    for args in [
+        vec!["trace", "gen", "stream", "-o", t, "--size", "4K"],
+        vec!["import", "lackey", l, "-o", t],
+    ] {
+        let o = cachescope(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let o = cachescope(&["trace", "info", t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
 fn info_quotes_arguments_with_spaces() {
     // The header's arguments: one argument `my log.lackey` must not read as two.
     let dir = tempfile::tempdir().unwrap();

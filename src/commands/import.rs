@@ -21,6 +21,7 @@ pub fn lackey(input: &Path, output: &Path, program: &str) -> Result<ExitCode> {
         // `-o` naming the log would replace it with the trace made from it.
         output::protect_input(input);
     }
+    output::refuse_to_replace_a_non_trace(output)?;
     let mut stats = None;
     // Written next to the target and renamed at the end: a failed import never leaves a
     // half-written file under the requested name, nor destroys an existing one.

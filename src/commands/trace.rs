@@ -297,6 +297,7 @@ pub fn gen(a: &GenArgs) -> Result<ExitCode> {
     };
     // Generated and checked next to the output first: a failing or interrupted run leaves an
     // existing file as it was. The check's index gives the figures printed below.
+    output::refuse_to_replace_a_non_trace(&a.output)?;
     let mut written = None;
     output::replace_with(&a.output, |tmp| {
         let what = || format!("generating {}", a.output.display());
