@@ -226,6 +226,26 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
         assert!(f["events"].as_u64().unwrap() >= 1000);
         assert_eq!(f["threads"].as_array().unwrap().len(), 2);
         assert!(f["simulated_false"].as_u64().is_some(), "{name}: replayed");
+        // Which member of the object each thread writes on the busiest line (DWARF types).
+        let members: Vec<&str> = f["line_parts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: line_parts: {f:#}"))
+            .iter()
+            .map(|p| {
+                assert_eq!(p["store"], true, "{name}: {p}");
+                p["member"].as_str().unwrap_or("")
+            })
+            .collect();
+        match *name {
+            "accumulators_packed" => assert_eq!(members, ["accs[0]", "accs[1]"], "{name}"),
+            "false_sharing" => assert_eq!(members, ["fs_array[0]", "fs_array[1]"], "{name}"),
+            // Heap blocks have no recorded type: bytes only.
+            "spmv_dynamic" => assert_eq!(members, ["", ""], "{name}"),
+            _ => assert!(
+                members.iter().all(|m| m.starts_with(object)),
+                "{name}: {members:?}"
+            ),
+        }
         check_sarif(&a.sarif, name);
         let results = a.sarif["runs"][0]["results"].as_array().unwrap();
         assert!(results
@@ -322,6 +342,13 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
     let latent = findings(&a, "latent_false_sharing");
     assert_eq!(latent.len(), 1, "{latent:#?}");
     assert_eq!(latent[0]["object"]["name"], "lfs_slots");
+    // Each thread's row of a struct's `long data[2][4]`, not the whole line.
+    let parts = latent[0]["line_parts"].as_array().unwrap();
+    let members: Vec<&str> = parts
+        .iter()
+        .map(|p| p["member"].as_str().unwrap())
+        .collect();
+    assert_eq!(members, ["lfs_slots[0].data[0]", "lfs_slots[0].data[1]"]);
     assert_eq!(latent[0]["layout"]["line_size"], 128);
     assert_eq!(latent[0]["layout"]["shift"], 0);
     // The same slots from aligned_alloc(128, ...): the trace records the alignment asked for,

@@ -933,6 +933,48 @@ fn names_in_an_anonymous_namespace_are_spelled_as_cpp_tools_do() {
 }
 
 #[test]
+fn findings_name_the_member_each_thread_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_struct_members.cpp");
+    let line = line_of(&src, "COUNT");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let (f, what) = cxx_finding(dir.path(), "members", compiler, opt, &src);
+            let name = f["object"]["name"].as_str().unwrap();
+            assert!(name.starts_with("local t of main"), "{what}: {name}");
+            assert_eq!(
+                f["writer"]["line"].as_u64(),
+                Some(u64::from(line)),
+                "{what}"
+            );
+            let parts: Vec<(u64, &str, u64, u64)> = f["line_parts"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: {f:#}"))
+                .iter()
+                .map(|p| {
+                    assert_eq!(p["store"], true, "{what}: {p}");
+                    (
+                        p["thread"].as_u64().unwrap(),
+                        p["member"].as_str().unwrap(),
+                        p["offset"].as_u64().unwrap(),
+                        p["bytes"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            // Thread 0 is main, which only creates and joins: the two workers write.
+            assert_eq!(
+                parts,
+                [
+                    (1, "t.per_thread[0].hits", 8, 8),
+                    (2, "t.per_thread[1].hits", 24, 8)
+                ],
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_member_functions_local_is_named_after_it_when_inlined_too() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_member_local.cpp");

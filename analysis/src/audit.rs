@@ -10,6 +10,10 @@ use cachescope_sim::{
 };
 use serde::{Deserialize, Serialize};
 
+mod line_parts;
+
+pub use line_parts::{describe as describe_line_parts, LinePart};
+
 use crate::heap::{HeapBlock, HeapMap};
 use crate::numbers::thousands;
 use crate::pluto::{estimate_trace, sort_blocks, BlockEstimate, Layout, PlutoReport, SiteKey};
@@ -223,6 +227,10 @@ pub struct Finding {
     /// although neither writes the other's data.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub neighbours: Vec<String>,
+    /// Per thread, the part of the busiest line it used, named as a member of the object
+    /// when DWARF describes its type (`accs[0]` and `accs[1]`: what to pad).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub line_parts: Vec<LinePart>,
     /// Estimated cost: events × τ, in cycles.
     pub cost_cycles: f64,
     /// Largest share of one thread's time that cost represents (0..1; 0 when unknown): the
@@ -1097,6 +1105,7 @@ fn finding(
             }),
         _ => None,
     };
+    let line_parts = line_parts::line_parts(object, blocks, base, symbols);
     let fingerprint = fingerprint(
         kind,
         object,
@@ -1125,6 +1134,7 @@ fn finding(
         allocated_at,
         declared_at,
         neighbours,
+        line_parts,
         cost_cycles: 0.0,
         time_share: 0.0,
         events_per_kilo_unit: 0.0,

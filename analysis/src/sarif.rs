@@ -111,6 +111,17 @@ fn result(report: &AuditReport, f: &Finding, root: &Path, outside: &mut BTreeSet
             f.layout.shift
         ));
     }
+    if !f.line_parts.is_empty() {
+        text.push_str(&format!(
+            " On {}: {}.",
+            if f.lines > 1 {
+                "its busiest line"
+            } else {
+                "the line"
+            },
+            crate::audit::describe_line_parts(&f.line_parts)
+        ));
+    }
     text.push(' ');
     text.push_str(&f.suggestion);
     let mut locations = Vec::new();

@@ -27,6 +27,7 @@ mod frames;
 mod lambdas;
 mod links;
 mod locals;
+mod members;
 mod module;
 mod path;
 mod regions;
@@ -44,6 +45,7 @@ use tracing::{debug, warn};
 use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::StackSlot;
 use locals::{FrameRegister, LocalVar};
+pub use members::{Member, ShapeKind, TypeShape};
 use module::{DebugSearch, LoadedModule};
 pub use path::{file_uri, relative_path};
 use source::SourceLines;
@@ -293,6 +295,8 @@ pub struct StackLocal {
     pub decl_file: Option<String>,
     /// The line that declares it.
     pub decl_line: Option<u32>,
+    /// The shape of its type, when DWARF gives it (names its members).
+    pub shape: Option<Arc<TypeShape>>,
 }
 
 /// What a stack address in a recorded frame belongs to.
@@ -652,6 +656,13 @@ impl Symbolizer {
         m.declaration(start)
     }
 
+    /// The source name of the global or static object holding `addr` and the shape of its
+    /// type (DWARF), if known; parses the module's DWARF.
+    pub fn global_shape(&mut self, addr: u64) -> Option<(String, Arc<TypeShape>)> {
+        let (m, start) = self.global_at(addr)?;
+        m.shape(start)
+    }
+
     /// The module holding the global or static object at `addr`, and the object's
     /// link-time start address.
     fn global_at(&mut self, addr: u64) -> Option<(&mut LoadedModule, u64)> {
@@ -711,6 +722,7 @@ impl Symbolizer {
                 align: v.align,
                 decl_file: v.decl_file.clone(),
                 decl_line: v.decl_line,
+                shape: v.shape.clone(),
             })
         });
         StackObject {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use cachescope_analysis::audit::{
-    audit, AuditConfig, AuditMachine, AuditReport, Finding, FindingKind,
+    audit, describe_line_parts, AuditConfig, AuditMachine, AuditReport, Finding, FindingKind,
 };
 use cachescope_analysis::sarif;
 use cachescope_schema::TraceFile;
@@ -331,6 +331,14 @@ fn finding_text(n: usize, f: &Finding, fails: bool) -> String {
         f.threads,
         &f.offsets[..shown]
     );
+    if !f.line_parts.is_empty() {
+        let busiest = if f.lines > 1 {
+            "its busiest line"
+        } else {
+            "the line"
+        };
+        let _ = writeln!(o, "   on {busiest}: {}", describe_line_parts(&f.line_parts));
+    }
     let per_thread = f.cost_cycles / f.threads.len().max(1) as f64;
     let _ = writeln!(
         o,

@@ -249,6 +249,9 @@ struct DetailedBlock {
     /// The block's parts any thread stored to: bit g for bytes `[g·G, (g+1)·G)` with
     /// G = max(1, line size / 64).
     stored: u64,
+    /// Per thread, the bytes it wrote (else read), at the block's address in the shifted
+    /// address space.
+    bytes: Vec<ThreadBytes>,
 }
 
 /// The parts of `b` (a block of `line` bytes) stored to, as [`DetailedBlock::stored`] has
@@ -269,6 +272,54 @@ fn stored_parts(b: &BlockCounts, line: u64) -> u64 {
         }
     }
     mask
+}
+
+/// The bytes one thread used on a block: what it wrote, or what it read when it wrote
+/// nothing there (see [`thread_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThreadBytes {
+    /// The thread.
+    pub thread: ThreadId,
+    /// First byte, in the recorded address space.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Whether these are the bytes it stored to (else read).
+    pub store: bool,
+}
+
+/// A slot with fewer accesses than this fraction (1/N) of its thread's busiest slot on the
+/// block is left out of [`thread_bytes`]: a neighbour written once does not widen the span
+/// of the element a thread updates a million times.
+const RARE_SLOT: u64 = 100;
+
+/// Per thread, the span of bytes of block `b` (at `recorded`, in the recorded address space)
+/// that it stored to, leaving out rare slots, else the span it read: which part of the line
+/// is whose, for naming the members of a falsely shared object.
+fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
+    b.threads
+        .iter()
+        .filter_map(|(&thread, t)| {
+            let store = t.stores > 0;
+            let count = |&(l, s): &(u64, u64)| if store { s } else { l };
+            let top = t.by_slot.values().map(count).max()?;
+            let (mut lo, mut hi) = (u64::MAX, 0u64);
+            for (&(offset, len), n) in t.by_slot.iter() {
+                let n = count(n);
+                if n == 0 || len == 0 || n.saturating_mul(RARE_SLOT) < top {
+                    continue;
+                }
+                lo = lo.min(u64::from(offset));
+                hi = hi.max(u64::from(offset) + u64::from(len));
+            }
+            (lo < hi).then(|| ThreadBytes {
+                thread,
+                start: recorded.wrapping_add(lo),
+                end: recorded.wrapping_add(hi),
+                store,
+            })
+        })
+        .collect()
 }
 
 /// The estimates for one block over the whole run.
@@ -316,6 +367,10 @@ pub struct BlockEstimate {
     pub sample_phi: u64,
     /// Access counts per thread, code position and kind, in those segments (largest first).
     pub sites: Vec<(SiteKey, u64)>,
+    /// Per thread, the bytes of the block it wrote (else read) in the segment whose address
+    /// is `sample_addr`: which part of the line is whose (recorded address space).
+    #[serde(skip)]
+    pub thread_bytes: Vec<ThreadBytes>,
     /// The heap block containing `sample_addr` when the block was first estimated, if any;
     /// one allocation's blocks share it (a large array has many blocks), so its `offset` is
     /// the one of the address that first named the allocation, not of `sample_addr`.
@@ -574,6 +629,7 @@ impl Estimator {
                 threads: b.threads.keys().copied().collect(),
                 hottest_store: hottest_store(&b),
                 stored: stored_parts(&b, self.layout.line_size),
+                bytes: thread_bytes(&b, block),
                 sites: b.sites.into_iter().collect(),
             }
         };
@@ -711,6 +767,16 @@ impl Estimator {
                     e.sample_phi = phi;
                     e.sample_segment = segment;
                     e.sample_addr = sample;
+                    e.thread_bytes = b.map_or_else(Vec::new, |d| {
+                        d.bytes
+                            .iter()
+                            .map(|t| ThreadBytes {
+                                start: t.start.wrapping_sub(layout.shift),
+                                end: t.end.wrapping_sub(layout.shift),
+                                ..*t
+                            })
+                            .collect()
+                    });
                     // The same frame (the key says so); the local is the one at `sample`.
                     if let Some(f) = frame {
                         e.stack = Some(Box::new(f));
@@ -825,6 +891,7 @@ impl BlockEstimate {
             self.sample_phi = other.sample_phi;
             self.sample_segment = other.sample_segment;
             self.sample_addr = other.sample_addr;
+            self.thread_bytes = other.thread_bytes;
             if other.stack.is_some() {
                 self.stack = other.stack;
             }

@@ -15,7 +15,10 @@
 use addr2line::gimli;
 use gimli::{AttributeValue, Operation};
 
+use std::sync::Arc;
+
 use super::links::text;
+use super::members::{ShapeReader, TypeShape};
 use super::module::demangled;
 
 /// How many type links (typedef, qualifiers, array element) are followed to find a size;
@@ -56,6 +59,8 @@ pub(crate) struct LocalVar {
     pub decl_file: Option<String>,
     /// The line that declares it.
     pub decl_line: Option<u32>,
+    /// The shape of its type (names its members).
+    pub shape: Option<Arc<TypeShape>>,
 }
 
 impl LocalVar {
@@ -294,6 +299,7 @@ fn function_name<R: gimli::Reader>(
 /// base is not one a recorded frame gives.
 pub(crate) fn locals_at<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, pc: u64) -> Vec<LocalVar> {
     let mut out = Vec::new();
+    let mut shapes = ShapeReader::default();
     let mut entries = unit.entries();
     // Depth of the subprogram being read, once found; entries deeper than it are its own.
     let mut depth: isize = 0;
@@ -358,6 +364,7 @@ pub(crate) fn locals_at<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, pc: u64) 
                 };
                 let declaration = origin(unit, entry).unwrap_or_else(|| entry.clone());
                 let (size, align) = type_layout(unit, &declaration);
+                let shape = shapes.of_variable(unit, &declaration);
                 let decl_file = match declaration.attr_value(gimli::DW_AT_decl_file) {
                     Ok(Some(AttributeValue::FileIndex(i))) => decl_file(unit, i),
                     Ok(Some(v)) => v.udata_value().and_then(|i| decl_file(unit, i)),
@@ -378,6 +385,7 @@ pub(crate) fn locals_at<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, pc: u64) 
                     align,
                     decl_file,
                     decl_line,
+                    shape,
                 });
             }
             _ => {}

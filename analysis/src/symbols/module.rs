@@ -20,6 +20,7 @@ use super::alignment::declared_alignments;
 use super::declarations::declarations;
 use super::frames::CallSites;
 use super::lambdas::{lambdas, Lambdas};
+use super::members::{global_shapes, TypeShape};
 use super::regions::{outlined_regions, OutlinedRegions};
 use super::statics::{function_statics, FunctionStatic};
 use super::{hex, SymbolError};
@@ -176,6 +177,9 @@ struct Parsed {
     /// Declaring file and line of global and static variables, by link-time start address
     /// (`declarations.rs`).
     declarations: BTreeMap<u64, (String, u32)>,
+    /// Source names and type shapes of global and static variables, by link-time start
+    /// address (`members.rs`).
+    shapes: BTreeMap<u64, (String, Arc<TypeShape>)>,
     /// Variables declared `static` in a function, by link-time address (`statics.rs`).
     statics: BTreeMap<u64, FunctionStatic>,
     /// clang's outlined OpenMP regions and their enclosing functions (`regions.rs`).
@@ -383,6 +387,16 @@ impl LoadedModule {
         }
     }
 
+    /// The source name and type shape DWARF gives the variable starting at link-time address
+    /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
+    pub fn shape(&mut self, start: u64) -> Option<(String, Arc<TypeShape>)> {
+        self.context()?;
+        match &self.dwarf {
+            Dwarf::Ready(parsed) => parsed.shapes.get(&start).cloned(),
+            _ => None,
+        }
+    }
+
     /// The declaring file and line DWARF gives the variable starting at link-time address
     /// `start`, if any (parses the DWARF on first use, as [`Self::context`]).
     pub fn declaration(&mut self, start: u64) -> Option<(String, u32)> {
@@ -452,6 +466,7 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
     let dwarf = gimli::Dwarf::load(load)?;
     let alignments = declared_alignments(&dwarf);
     let declarations = declarations(&dwarf);
+    let shapes = global_shapes(&dwarf);
     let statics = function_statics(&dwarf);
     let regions = outlined_regions(&dwarf);
     let lambdas = lambdas(&dwarf);
@@ -460,6 +475,7 @@ fn build_context(path: &Path, build_id: &[u8]) -> Result<Parsed, String> {
         context,
         alignments,
         declarations,
+        shapes,
         statics,
         regions,
         lambdas,

@@ -1,0 +1,107 @@
+//! Which part of a falsely shared line each thread used, named as a member of the data object
+//! (`accs[1]`, `h.partial[0]`) when DWARF describes the object's type: the object's name
+//! says what to look at, the members say what to pad.
+
+use cachescope_schema::ThreadId;
+use serde::Serialize;
+
+use super::{stack_local, ObjectName};
+use crate::pluto::BlockEstimate;
+use crate::symbols::{DataObject, Symbolizer};
+
+/// The bytes one thread used on a finding's busiest line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LinePart {
+    /// The thread.
+    pub thread: ThreadId,
+    /// Whether it wrote these bytes (else it only read the line).
+    pub store: bool,
+    /// The variable and member holding them (`accs[1]`, `h.partial[0]`, `y[0..7]` when they
+    /// span several elements), when DWARF describes the variable's type; a heap block has
+    /// none (its type is not recorded).
+    pub member: Option<String>,
+    /// Offset of the first byte from the start of the finding's object, when known.
+    pub offset: Option<u64>,
+    /// Bytes from the first to the last one used.
+    pub bytes: u64,
+}
+
+/// The parts of the busiest of `blocks` (the most estimated false-sharing events, the lowest
+/// address of equals) per thread, in thread order.
+pub(super) fn line_parts(
+    object: &ObjectName,
+    blocks: &[&BlockEstimate],
+    object_base: Option<u64>,
+    symbols: &mut Symbolizer,
+) -> Vec<LinePart> {
+    let Some(busiest) = blocks
+        .iter()
+        .max_by_key(|b| (b.phi_prime, b.phi, std::cmp::Reverse(b.block)))
+    else {
+        return Vec::new();
+    };
+    let local = (object.kind == "stack")
+        .then(|| stack_local(busiest, symbols))
+        .flatten();
+    let mut parts: Vec<LinePart> = busiest
+        .thread_bytes
+        .iter()
+        .map(|t| {
+            let len = t.end.wrapping_sub(t.start);
+            let member = match object.kind {
+                // The global at these bytes: a neighbour the linker placed on the line is
+                // named as itself.
+                "global" => match symbols.data(t.start) {
+                    Some(DataObject::Global { offset, .. }) => {
+                        symbols.global_shape(t.start).map(|(name, shape)| {
+                            name + &shape.member_path(offset, offset.saturating_add(len))
+                        })
+                    }
+                    _ => None,
+                },
+                "stack" => local.as_ref().and_then(|l| {
+                    let offset = t.start.checked_sub(l.base)?;
+                    if l.size.is_some_and(|s| offset >= s) {
+                        return None;
+                    }
+                    let path = l
+                        .shape
+                        .as_ref()
+                        .map(|s| s.member_path(offset, offset.saturating_add(len)));
+                    Some(l.name.clone() + path.as_deref().unwrap_or(""))
+                }),
+                _ => None,
+            };
+            LinePart {
+                thread: t.thread,
+                store: t.store,
+                member,
+                offset: object_base.and_then(|b| t.start.checked_sub(b)),
+                bytes: len,
+            }
+        })
+        .collect();
+    parts.sort_by_key(|p| p.thread);
+    parts
+}
+
+/// `thread 0 writes accs[0] (bytes 0..31), thread 1 writes accs[1] (bytes 32..63)`: the
+/// parts for the report, offsets from the object's start.
+pub fn describe(parts: &[LinePart]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            let verb = if p.store { "writes" } else { "reads" };
+            let range = |o: u64| format!("{o}..{}", o + p.bytes.saturating_sub(1));
+            match (&p.member, p.offset) {
+                (Some(m), Some(o)) => {
+                    format!("thread {} {verb} {m} (bytes {})", p.thread, range(o))
+                }
+                (Some(m), None) => format!("thread {} {verb} {m}", p.thread),
+                (None, Some(o)) => format!("thread {} {verb} bytes {}", p.thread, range(o)),
+                (None, None) => format!("thread {} {verb} {} bytes", p.thread, p.bytes),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,450 @@
+//! The layout of a variable's type, from DWARF, to name the member a byte range of it is:
+//! `accs[1]`, `h.partial[0]`, `grid[2][5].count`. A false-sharing finding names the data
+//! object; which of its members each thread writes is what says what to pad.
+//!
+//! A type is read into a small owned tree ([`TypeShape`]): typedefs and qualifiers are
+//! followed, structs, classes and unions list their data members (base classes as members
+//! without a name, since their fields are the object's own), arrays keep their dimensions and
+//! one element's shape. The tree is bounded ([`MAX_NODES`], [`MAX_DEPTH`]): a type too large
+//! or too deep to read, or corrupt DWARF, only makes the name stop at the part read.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use addr2line::gimli;
+use gimli::AttributeValue;
+
+use super::alignment::{for_each_global_variable, specification};
+
+/// Types (members and array elements counted) read for one variable, at most.
+const MAX_NODES: usize = 1024;
+
+/// Nesting read, at most (typedef and qualifier links count too): real types need a few, and
+/// a cycle in corrupt DWARF must end.
+const MAX_DEPTH: usize = 24;
+
+/// The layout of a type, as far as naming members needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeShape {
+    /// Its size in bytes, when DWARF gives it.
+    pub size: Option<u64>,
+    /// What it is made of.
+    pub kind: ShapeKind,
+}
+
+/// What a [`TypeShape`] is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShapeKind {
+    /// A scalar, pointer, enum or anything not looked into.
+    Leaf,
+    /// An array: its element count (0 when DWARF does not say) and one element. A
+    /// multidimensional array is an array of arrays, as in C: `long data[2][4]` is two rows of
+    /// four, and a row is `data[1]`.
+    Array {
+        /// Elements.
+        count: u64,
+        /// The element.
+        element: Arc<TypeShape>,
+    },
+    /// A struct, class or union: its data members and base classes.
+    Record(Vec<Member>),
+}
+
+/// A data member (or base class) of a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its name; `None` for a base class or an anonymous struct or union, whose members are
+    /// named as the enclosing object's.
+    pub name: Option<String>,
+    /// Its offset in the record.
+    pub offset: u64,
+    /// Its type.
+    pub shape: Arc<TypeShape>,
+}
+
+impl TypeShape {
+    /// The member of an object of this type holding bytes `[start, end)` from its start, as
+    /// a suffix for the object's name: `[1]`, `.partial[0]`, `[2].sum_x`, or a range of
+    /// elements `[0..7]` when the bytes span several; empty when they are the whole object or
+    /// no single member holds them.
+    pub fn member_path(&self, start: u64, end: u64) -> String {
+        let mut out = String::new();
+        let mut shape = self;
+        let (mut start, mut end) = (start, end);
+        for _ in 0..MAX_DEPTH {
+            if end <= start || shape.size.is_some_and(|s| start == 0 && end >= s) {
+                break;
+            }
+            match &shape.kind {
+                ShapeKind::Leaf => break,
+                ShapeKind::Array { element, .. } => {
+                    let Some(size) = element.size.filter(|&s| s > 0) else {
+                        break;
+                    };
+                    let (first, last) = (start / size, (end - 1) / size);
+                    if first != last {
+                        let _ = write!(out, "[{first}..{last}]");
+                        break;
+                    }
+                    let _ = write!(out, "[{first}]");
+                    start -= first * size;
+                    end -= first * size;
+                    shape = element;
+                }
+                ShapeKind::Record(members) => {
+                    let holds = |m: &&Member| {
+                        let size = m.shape.size.unwrap_or(0);
+                        m.offset <= start && end <= m.offset.saturating_add(size)
+                    };
+                    // A union's members all hold the bytes: the first named one names them.
+                    let Some(m) = members.iter().find(holds) else {
+                        break;
+                    };
+                    if let Some(name) = &m.name {
+                        let _ = write!(out, ".{name}");
+                    }
+                    start -= m.offset;
+                    end -= m.offset;
+                    shape = &m.shape;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Link-time start address of each global or static variable → its name in the source and
+/// its type's shape. Units or entries that cannot be read are skipped: a missing entry only
+/// means findings on the variable name no member.
+pub(crate) fn global_shapes<R: gimli::Reader>(
+    dwarf: &gimli::Dwarf<R>,
+) -> BTreeMap<u64, (String, Arc<TypeShape>)> {
+    let mut out = BTreeMap::new();
+    let mut reader = ShapeReader::default();
+    for_each_global_variable(dwarf, |plain, entry, addr| {
+        let unit = gimli::UnitRef::new(dwarf, plain);
+        // A C++ static member defined apart from its declaration has its name and type on the
+        // declaration.
+        let declared = std::iter::once(entry.clone()).chain(specification(plain, entry));
+        let mut name = None;
+        let mut shape = None;
+        for e in declared {
+            if name.is_none() {
+                name = e
+                    .attr_value(gimli::DW_AT_name)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| unit.attr_string(v).ok())
+                    .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()));
+            }
+            if shape.is_none() {
+                shape = reader.of_variable(unit, &e);
+            }
+        }
+        if let (Some(name), Some(shape)) = (name, shape) {
+            out.entry(addr).or_insert((name, shape));
+        }
+    });
+    out
+}
+
+/// Reads type shapes, sharing the shape of a type used by several variables.
+pub(crate) struct ShapeReader<O> {
+    cache: HashMap<(gimli::UnitSectionOffset<O>, gimli::UnitOffset<O>), Arc<TypeShape>>,
+    nodes: usize,
+}
+
+impl<O> Default for ShapeReader<O> {
+    fn default() -> Self {
+        ShapeReader {
+            cache: HashMap::new(),
+            nodes: 0,
+        }
+    }
+}
+
+impl<O: gimli::ReaderOffset> ShapeReader<O> {
+    /// The shape of the type of variable `entry` of `unit` (`DW_AT_type`), if it has one.
+    pub fn of_variable<R: gimli::Reader<Offset = O>>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R>,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+    ) -> Option<Arc<TypeShape>> {
+        let Ok(Some(AttributeValue::UnitRef(ty))) = entry.attr_value(gimli::DW_AT_type) else {
+            return None;
+        };
+        self.nodes = 0;
+        Some(self.shape(unit, ty, 0))
+    }
+
+    /// The shape of the type at `at`.
+    fn shape<R: gimli::Reader<Offset = O>>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R>,
+        at: gimli::UnitOffset<O>,
+        depth: usize,
+    ) -> Arc<TypeShape> {
+        let key = (unit.header.offset(), at);
+        if let Some(hit) = self.cache.get(&key) {
+            return Arc::clone(hit);
+        }
+        let shape = Arc::new(self.read(unit, at, depth));
+        // Only whole shapes are shared: one cut short by the budget is not the type's.
+        if self.nodes < MAX_NODES && depth < MAX_DEPTH {
+            self.cache.insert(key, Arc::clone(&shape));
+        }
+        shape
+    }
+
+    fn read<R: gimli::Reader<Offset = O>>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R>,
+        at: gimli::UnitOffset<O>,
+        depth: usize,
+    ) -> TypeShape {
+        let leaf = |size| TypeShape {
+            size,
+            kind: ShapeKind::Leaf,
+        };
+        self.nodes += 1;
+        let Ok(entry) = unit.entry(at) else {
+            return leaf(None);
+        };
+        let size = entry
+            .attr_value(gimli::DW_AT_byte_size)
+            .ok()
+            .flatten()
+            .and_then(|v| v.udata_value());
+        let next = match entry.attr_value(gimli::DW_AT_type) {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
+        };
+        if depth >= MAX_DEPTH || self.nodes >= MAX_NODES {
+            return leaf(size);
+        }
+        match entry.tag() {
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type
+            | gimli::DW_TAG_atomic_type => match next {
+                Some(o) => (*self.shape(unit, o, depth + 1)).clone(),
+                None => leaf(size),
+            },
+            gimli::DW_TAG_array_type => {
+                let Some(o) = next else {
+                    return leaf(size);
+                };
+                let mut element = self.shape(unit, o, depth + 1);
+                let dims = dimensions(unit, &entry);
+                // Innermost dimension first: each wraps the arrays of the next.
+                for &count in dims.iter().skip(1).rev() {
+                    element = Arc::new(TypeShape {
+                        size: element.size.and_then(|s| s.checked_mul(count)),
+                        kind: ShapeKind::Array { count, element },
+                    });
+                }
+                let count = dims.first().copied().unwrap_or(0);
+                let size = size.or_else(|| element.size?.checked_mul(count));
+                TypeShape {
+                    size,
+                    kind: ShapeKind::Array { count, element },
+                }
+            }
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
+                let members = self.members(unit, at, entry.tag(), depth);
+                TypeShape {
+                    size,
+                    kind: ShapeKind::Record(members),
+                }
+            }
+            _ => leaf(size),
+        }
+    }
+
+    /// Data members and base classes of the record at `at` (static members have no offset
+    /// and are left out; so are bit-fields, which share bytes with their neighbours).
+    fn members<R: gimli::Reader<Offset = O>>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R>,
+        at: gimli::UnitOffset<O>,
+        tag: gimli::DwTag,
+        depth: usize,
+    ) -> Vec<Member> {
+        let mut found = Vec::new();
+        {
+            let Ok(mut tree) = unit.entries_tree(Some(at)) else {
+                return Vec::new();
+            };
+            let Ok(root) = tree.root() else {
+                return Vec::new();
+            };
+            let mut children = root.children();
+            while let Ok(Some(child)) = children.next() {
+                let e = child.entry();
+                let base = match e.tag() {
+                    gimli::DW_TAG_member => false,
+                    gimli::DW_TAG_inheritance => true,
+                    _ => continue,
+                };
+                if e.attr_value(gimli::DW_AT_bit_size).ok().flatten().is_some() {
+                    continue;
+                }
+                let offset = match e.attr_value(gimli::DW_AT_data_member_location) {
+                    Ok(Some(v)) => v.udata_value(),
+                    // A union's members have none: they all start at 0.
+                    Ok(None) if tag == gimli::DW_TAG_union_type => Some(0),
+                    _ => None,
+                };
+                let (Some(offset), Ok(Some(AttributeValue::UnitRef(ty)))) =
+                    (offset, e.attr_value(gimli::DW_AT_type))
+                else {
+                    continue;
+                };
+                let name = if base {
+                    None
+                } else {
+                    e.attr_value(gimli::DW_AT_name)
+                        .ok()
+                        .flatten()
+                        .and_then(|v| unit.attr_string(v).ok())
+                        .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))
+                };
+                found.push((name, offset, ty));
+            }
+        }
+        found
+            .into_iter()
+            .map(|(name, offset, ty)| Member {
+                name,
+                offset,
+                shape: self.shape(unit, ty, depth + 1),
+            })
+            .collect()
+    }
+}
+
+/// Element counts of an array's subranges (0 when one does not say).
+fn dimensions<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    array: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Vec<u64> {
+    let mut dims = Vec::new();
+    let Ok(mut tree) = unit.entries_tree(Some(array.offset())) else {
+        return dims;
+    };
+    let Ok(root) = tree.root() else {
+        return dims;
+    };
+    let mut children = root.children();
+    while let Ok(Some(child)) = children.next() {
+        let e = child.entry();
+        if e.tag() != gimli::DW_TAG_subrange_type {
+            continue;
+        }
+        let udata = |name| {
+            e.attr_value(name)
+                .ok()
+                .flatten()
+                .and_then(|v: AttributeValue<R>| v.udata_value())
+        };
+        let count = udata(gimli::DW_AT_count).or_else(|| {
+            let lower = udata(gimli::DW_AT_lower_bound).unwrap_or(0);
+            udata(gimli::DW_AT_upper_bound)?
+                .checked_sub(lower)?
+                .checked_add(1)
+        });
+        dims.push(count.unwrap_or(0));
+    }
+    if dims.is_empty() {
+        dims.push(0);
+    }
+    dims
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf(size: u64) -> Arc<TypeShape> {
+        Arc::new(TypeShape {
+            size: Some(size),
+            kind: ShapeKind::Leaf,
+        })
+    }
+
+    fn array(count: u64, element: Arc<TypeShape>) -> Arc<TypeShape> {
+        Arc::new(TypeShape {
+            size: element.size.map(|s| s * count),
+            kind: ShapeKind::Array { count, element },
+        })
+    }
+
+    fn record(size: u64, members: &[(Option<&str>, u64, Arc<TypeShape>)]) -> Arc<TypeShape> {
+        Arc::new(TypeShape {
+            size: Some(size),
+            kind: ShapeKind::Record(
+                members
+                    .iter()
+                    .map(|(n, o, s)| Member {
+                        name: n.map(str::to_owned),
+                        offset: *o,
+                        shape: Arc::clone(s),
+                    })
+                    .collect(),
+            ),
+        })
+    }
+
+    #[test]
+    fn members_are_named_by_path() {
+        // struct acc { double sum_x, sum_y, sum_xx, sum_xy; } accs[64];
+        let acc = record(
+            32,
+            &[
+                (Some("sum_x"), 0, leaf(8)),
+                (Some("sum_y"), 8, leaf(8)),
+                (Some("sum_xx"), 16, leaf(8)),
+                (Some("sum_xy"), 24, leaf(8)),
+            ],
+        );
+        let accs = array(64, acc);
+        assert_eq!(accs.member_path(32, 64), "[1]");
+        assert_eq!(accs.member_path(40, 48), "[1].sum_y");
+        assert_eq!(accs.member_path(36, 40), "[1].sum_x");
+        assert_eq!(accs.member_path(0, 64), "[0..1]");
+        assert_eq!(accs.member_path(0, 64 * 32), "");
+        // class Histogram { double partial[8]; std::vector<double> data; } (a base first)
+        let base = record(8, &[(Some("id"), 0, leaf(4)), (Some("kind"), 4, leaf(4))]);
+        let h = record(
+            96,
+            &[
+                (None, 0, base),
+                (Some("partial"), 8, array(8, leaf(8))),
+                (Some("data"), 72, leaf(24)),
+            ],
+        );
+        assert_eq!(h.member_path(16, 24), ".partial[1]");
+        assert_eq!(h.member_path(0, 4), ".id");
+        assert_eq!(h.member_path(4, 8), ".kind");
+        assert_eq!(h.member_path(8, 72), ".partial");
+        assert_eq!(h.member_path(8, 32), ".partial[0..2]");
+        // struct slot { long data[2][4]; } (DWARF: one array type, two subranges)
+        let slot = record(64, &[(Some("data"), 0, array(2, array(4, leaf(8))))]);
+        assert_eq!(slot.member_path(32, 64), ".data[1]");
+        assert_eq!(slot.member_path(40, 48), ".data[1][1]");
+        assert_eq!(slot.member_path(24, 40), ".data[0..1]");
+        // Padding and unknown sizes stop the path.
+        let padded = record(64, &[(Some("n"), 0, leaf(8))]);
+        assert_eq!(padded.member_path(8, 16), "");
+        let unsized_elements = array(
+            0,
+            Arc::new(TypeShape {
+                size: None,
+                kind: ShapeKind::Leaf,
+            }),
+        );
+        assert_eq!(unsized_elements.member_path(8, 16), "");
+    }
+}
