@@ -975,6 +975,41 @@ fn findings_name_the_member_each_thread_writes() {
 }
 
 #[test]
+fn heap_findings_name_members_through_the_vector_the_allocating_line_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_vector_members.cpp");
+    let declared = line_of(&src, "STATS");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let (f, what) = cxx_finding(dir.path(), "vector", compiler, opt, &src);
+            assert_eq!(f["object"]["kind"], "heap", "{what}");
+            assert_eq!(
+                f["allocated_at"]["line"].as_u64(),
+                Some(u64::from(declared)),
+                "{what}"
+            );
+            let parts: Vec<(u64, &str, u64)> = f["line_parts"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: {f:#}"))
+                .iter()
+                .map(|p| {
+                    (
+                        p["thread"].as_u64().unwrap(),
+                        p["member"].as_str().unwrap(),
+                        p["offset"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                parts,
+                [(1, "stats[0].hits", 0), (2, "stats[1].hits", 8)],
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_member_functions_local_is_named_after_it_when_inlined_too() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_member_local.cpp");

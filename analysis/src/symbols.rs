@@ -791,6 +791,16 @@ impl Symbolizer {
         &mut self,
         block: &HeapBlock,
     ) -> (Option<InlinedCall>, Option<InlinedCall>) {
+        let (first, caller) = self.allocation_frames_at(block);
+        (first.map(|(_, f)| f), caller)
+    }
+
+    /// [`allocation_frames`](Self::allocation_frames), with the code position whose frames
+    /// hold the first one.
+    fn allocation_frames_at(
+        &mut self,
+        block: &HeapBlock,
+    ) -> (Option<(CodePos, InlinedCall)>, Option<InlinedCall>) {
         let mut first = None;
         for pos in block.site.into_iter().chain(block.callers.iter()) {
             // Judged by the module alone: its debug information (the C library's, when
@@ -813,7 +823,7 @@ impl Symbolizer {
                 }
                 let program = frame.is_program_source();
                 match (first.is_some(), program) {
-                    (false, true) => first = Some(frame),
+                    (false, true) => first = Some((pos, frame)),
                     (false, false) => {}
                     (true, true) => return (first, Some(frame)),
                     (true, false) => return (first, None),
@@ -825,6 +835,23 @@ impl Symbolizer {
             }
         }
         (first, None)
+    }
+
+    /// The variable the program's allocating line declares to hold `block` (`double *y =
+    /// malloc(…)`, `std::vector<Acc> accs(n)`) and the block's shape as an array of what it
+    /// points to, when DWARF has exactly one such variable on that line: names the members
+    /// of a heap block (`y[3]`, `accs[1].sum`), whose type the trace does not record.
+    pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<(String, TypeShape)> {
+        let (Some((pos, frame)), _) = self.allocation_frames_at(block) else {
+            return None;
+        };
+        let (file, line) = (frame.file?, frame.line?);
+        let i = self.code_module(pos.addr())?;
+        let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
+        let ctx = self.open(i)?.context()?;
+        let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
+        let (name, element) = members::pointer_declared_at(unit, &file, line)?;
+        Some((name, TypeShape::array_of(element, block.size)))
     }
 
     /// A name for a heap block that is stable across runs (addresses are not): where the

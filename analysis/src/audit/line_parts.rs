@@ -17,8 +17,9 @@ pub struct LinePart {
     /// Whether it wrote these bytes (else it only read the line).
     pub store: bool,
     /// The variable and member holding them (`accs[1]`, `h.partial[0]`, `y[0..7]` when they
-    /// span several elements), when DWARF describes the variable's type; a heap block has
-    /// none (its type is not recorded).
+    /// span several elements), when DWARF describes the variable's type; for a heap block,
+    /// the pointer or `std::vector` its allocating line declares, if it declares one (the
+    /// trace does not record a block's type).
     pub member: Option<String>,
     /// Offset of the first byte from the start of the finding's object, when known.
     pub offset: Option<u64>,
@@ -43,6 +44,8 @@ pub(super) fn line_parts(
     let local = (object.kind == "stack")
         .then(|| stack_local(busiest, symbols))
         .flatten();
+    let heap = busiest.heap.as_deref().filter(|_| object.kind == "heap");
+    let pointer = heap.and_then(|h| Some((h, symbols.heap_variable(h)?)));
     let mut parts: Vec<LinePart> = busiest
         .thread_bytes
         .iter()
@@ -69,6 +72,11 @@ pub(super) fn line_parts(
                         .as_ref()
                         .map(|s| s.member_path(offset, offset.saturating_add(len)));
                     Some(l.name.clone() + path.as_deref().unwrap_or(""))
+                }),
+                // The block through the variable its allocating line declares (`y[3]`).
+                "heap" => pointer.as_ref().and_then(|(h, (name, shape))| {
+                    let offset = t.start.checked_sub(h.base).filter(|&o| o < h.size)?;
+                    Some(name.clone() + &shape.member_path(offset, offset.saturating_add(len)))
                 }),
                 _ => None,
             };

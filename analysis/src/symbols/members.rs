@@ -16,6 +16,7 @@ use addr2line::gimli;
 use gimli::AttributeValue;
 
 use super::alignment::{for_each_global_variable, specification};
+use super::locals::decl_file;
 
 /// Types (members and array elements counted) read for one variable, at most.
 const MAX_NODES: usize = 1024;
@@ -64,6 +65,15 @@ pub struct Member {
 }
 
 impl TypeShape {
+    /// An array of `bytes` bytes of `element`s (a heap block of them).
+    pub fn array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
+        let count = element.size.filter(|&s| s > 0).map_or(0, |s| bytes / s);
+        TypeShape {
+            size: Some(bytes),
+            kind: ShapeKind::Array { count, element },
+        }
+    }
+
     /// The member of an object of this type holding bytes `[start, end)` from its start, as
     /// a suffix for the object's name: `[1]`, `.partial[0]`, `[2].sum_x`, or a range of
     /// elements `[0..7]` when the bytes span several; empty when they are the whole object or
@@ -147,6 +157,138 @@ pub(crate) fn global_shapes<R: gimli::Reader>(
         }
     });
     out
+}
+
+/// The variable declared at `file:line` of `unit` that holds a pointer to heap memory, and
+/// the shape of what it points to, when exactly one such variable is declared there: `double
+/// *y = aligned_alloc(…)` gives `y` and `double`, `std::vector<Acc> accs(n)` gives `accs` and
+/// `Acc` (the vector's element type). A heap block's type is not recorded; the line that
+/// allocated it usually declares the variable that names it. Files are compared by name, as
+/// the allocation's line and DWARF's declaration may spell the directory differently.
+pub(crate) fn pointer_declared_at<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    file: &str,
+    line: u32,
+) -> Option<(String, Arc<TypeShape>)> {
+    let wanted = file_name(file);
+    let mut reader = ShapeReader::default();
+    let mut found: Option<(String, gimli::UnitOffset<R::Offset>)> = None;
+    let mut entries = unit.entries();
+    while let Ok(Some((_, entry))) = entries.next_dfs() {
+        if entry.tag() != gimli::DW_TAG_variable {
+            continue;
+        }
+        let udata = |name| {
+            entry
+                .attr_value(name)
+                .ok()
+                .flatten()
+                .and_then(|v: AttributeValue<R>| match v {
+                    AttributeValue::FileIndex(i) => Some(i),
+                    v => v.udata_value(),
+                })
+        };
+        if udata(gimli::DW_AT_decl_line) != Some(u64::from(line)) {
+            continue;
+        }
+        let declared_in = udata(gimli::DW_AT_decl_file).and_then(|i| decl_file(unit, i));
+        if declared_in.as_deref().map(file_name) != Some(wanted) {
+            continue;
+        }
+        let Some(name) = entry
+            .attr_value(gimli::DW_AT_name)
+            .ok()
+            .flatten()
+            .and_then(|v| unit.attr_string(v).ok())
+            .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))
+        else {
+            continue;
+        };
+        let Some(target) = pointee(unit, entry) else {
+            continue;
+        };
+        match &found {
+            // The same variable seen again (an inlined copy's declaration): still one.
+            Some((n, t)) if *n == name && *t == target => {}
+            Some(_) => return None,
+            None => found = Some((name, target)),
+        }
+    }
+    let (name, target) = found?;
+    reader.nodes = 0;
+    Some((name, reader.shape(unit, target, 0)))
+}
+
+/// The last component of a path.
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The type a variable points to: the target of a pointer type (through typedefs and
+/// qualifiers), or the element type of a `std::vector` (its `_Tp` template parameter).
+fn pointee<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    variable: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<gimli::UnitOffset<R::Offset>> {
+    let type_of =
+        |e: &gimli::DebuggingInformationEntry<'_, '_, R>| match e.attr_value(gimli::DW_AT_type) {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
+        };
+    let mut at = type_of(variable)?;
+    for _ in 0..MAX_DEPTH {
+        let ty = unit.entry(at).ok()?;
+        match ty.tag() {
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type => at = type_of(&ty)?,
+            gimli::DW_TAG_pointer_type => return type_of(&ty),
+            gimli::DW_TAG_class_type | gimli::DW_TAG_structure_type => {
+                let name = ty
+                    .attr_value(gimli::DW_AT_name)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| unit.attr_string(v).ok())
+                    .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))?;
+                if !name.starts_with("vector<") {
+                    return None;
+                }
+                return template_type_parameter(unit, at, "_Tp");
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The type of template parameter `name` of the class at `at`.
+fn template_type_parameter<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    at: gimli::UnitOffset<R::Offset>,
+    name: &str,
+) -> Option<gimli::UnitOffset<R::Offset>> {
+    let mut tree = unit.entries_tree(Some(at)).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    while let Ok(Some(child)) = children.next() {
+        let e = child.entry();
+        if e.tag() != gimli::DW_TAG_template_type_parameter {
+            continue;
+        }
+        let this = e
+            .attr_value(gimli::DW_AT_name)
+            .ok()
+            .flatten()
+            .and_then(|v| unit.attr_string(v).ok())
+            .is_some_and(|s| s.to_string_lossy().is_ok_and(|s| s == name));
+        if this {
+            if let Ok(Some(AttributeValue::UnitRef(o))) = e.attr_value(gimli::DW_AT_type) {
+                return Some(o);
+            }
+        }
+    }
+    None
 }
 
 /// Reads type shapes, sharing the shape of a type used by several variables.
