@@ -1105,7 +1105,8 @@ fn finding(
             }),
         _ => None,
     };
-    let line_parts = line_parts::line_parts(object, blocks, base, symbols);
+    let size = blocks.first().and_then(|b| object_size(b, symbols));
+    let line_parts = line_parts::line_parts(object, blocks, (base, size), symbols);
     let fingerprint = fingerprint(
         kind,
         object,

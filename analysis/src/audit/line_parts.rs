@@ -21,18 +21,20 @@ pub struct LinePart {
     /// the pointer or `std::vector` its allocating line declares, if it declares one (the
     /// trace does not record a block's type).
     pub member: Option<String>,
-    /// Offset of the first byte from the start of the finding's object, when known.
+    /// Offset of the first byte from the start of the finding's object, when known and
+    /// inside it (a neighbour's bytes on the line have none).
     pub offset: Option<u64>,
     /// Bytes from the first to the last one used.
     pub bytes: u64,
 }
 
 /// The parts of the busiest of `blocks` (the most estimated false-sharing events, the lowest
-/// address of equals) per thread, in thread order.
+/// address of equals) per thread, in thread order; offsets from the object's start and size
+/// (the third argument), when known.
 pub(super) fn line_parts(
     object: &ObjectName,
     blocks: &[&BlockEstimate],
-    object_base: Option<u64>,
+    (object_base, object_size): (Option<u64>, Option<u64>),
     symbols: &mut Symbolizer,
 ) -> Vec<LinePart> {
     let Some(busiest) = blocks
@@ -84,7 +86,10 @@ pub(super) fn line_parts(
                 thread: t.thread,
                 store: t.store,
                 member,
-                offset: object_base.and_then(|b| t.start.checked_sub(b)),
+                // Bytes of a neighbour on the line (another global) are not the object's.
+                offset: object_base
+                    .and_then(|b| t.start.checked_sub(b))
+                    .filter(|&o| object_size.is_none_or(|s| o < s)),
                 bytes: len,
             }
         })
