@@ -273,6 +273,8 @@ pub fn refuse_to_replace_a_trace(path: &Path) -> Result<()> {
 /// Something that is not a regular file (`/dev/null`, a pipe) is written to, not replaced.
 pub fn refuse_to_replace_a_non_trace(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
+    // The more precise reason first: `-o run.lackey` for the log being imported.
+    refuse_to_replace_an_input(path)?;
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };

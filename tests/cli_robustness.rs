@@ -761,8 +761,9 @@ fn sweeps_are_counted_before_they_are_built() {
 #[test]
 fn importing_a_log_without_lackey_records_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t.cstrace");
-    std::fs::write(&out, "precious").unwrap();
+    // The previous output is a trace: `import` replaces traces only.
+    let out = gen(dir.path(), "t.cstrace", "false-sharing", "1K");
+    let previous = std::fs::read(&out).unwrap();
     let log = dir.path().join("empty.lackey");
     std::fs::write(&log, "==123== Lackey, an example Valgrind tool\n").unwrap();
     let o = cachescope(&[
@@ -773,7 +774,7 @@ fn importing_a_log_without_lackey_records_is_an_error() {
         out.to_str().unwrap(),
     ]);
     assert_exit_2(&o, "no Lackey records in 1 lines");
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
+    assert_eq!(std::fs::read(&out).unwrap(), previous);
     assert_eq!(listing(dir.path()), ["empty.lackey", "t.cstrace"]);
 }
 
@@ -840,8 +841,9 @@ fn an_interrupted_write_leaves_no_temporary_file_and_the_old_output() {
     use std::io::Write;
     for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("t.cstrace");
-        std::fs::write(&out, "the previous output\n").unwrap();
+        // The previous output is a trace: `import` replaces traces only.
+        let out = gen(dir.path(), "t.cstrace", "false-sharing", "1K");
+        let previous = std::fs::read(&out).unwrap();
         // An import from a pipe that stays open: the temporary trace exists until the end.
         let mut child = Command::new(support::cachescope())
             .args(["import", "lackey", "-", "-o", out.to_str().unwrap()])
@@ -886,8 +888,8 @@ fn an_interrupted_write_leaves_no_temporary_file_and_the_old_output() {
             "after kill {signal}"
         );
         assert_eq!(
-            std::fs::read_to_string(&out).unwrap(),
-            "the previous output\n",
+            std::fs::read(&out).unwrap(),
+            previous,
             "after kill {signal}"
         );
     }

@@ -258,8 +258,9 @@ fn simulate_bad_input_exits_2() {
 #[test]
 fn import_lackey_errors_and_keeps_existing_output() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t.cstrace");
-    std::fs::write(&out, b"precious").unwrap();
+    // The previous output is a trace: `import` replaces traces only.
+    let out = gen(dir.path(), "false-sharing", "2");
+    let previous = std::fs::read(&out).unwrap();
     let bad = dir.path().join("bad.lackey");
     std::fs::write(&bad, "I  0400,3\n L 1000,8\nthis is not lackey\n").unwrap();
     let o = cachescope(&[
@@ -272,7 +273,7 @@ fn import_lackey_errors_and_keeps_existing_output() {
     assert_exit_2(&o, "line 3");
     assert_eq!(
         std::fs::read(&out).unwrap(),
-        b"precious",
+        previous,
         "a failed import must not touch the output"
     );
     let good = dir.path().join("good.lackey");
