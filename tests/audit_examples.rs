@@ -241,8 +241,32 @@ fn audit_flags_the_false_sharing_examples_and_only_those() {
             "false_sharing" => assert_eq!(members, ["fs_array[0]", "fs_array[1]"], "{name}"),
             // A heap block has no recorded type: named through `double *y = aligned_alloc(…)`,
             // the pointer its allocating line declares; rows handed out one at a time
-            // interleave on the line, so each thread's part is a range of elements.
-            "spmv_dynamic" => assert!(members.iter().all(|m| m.starts_with("y[")), "{members:?}"),
+            // interleave on the line, so a thread has several parts, an element or a range
+            // of them each, and no thread's part covers another's rows.
+            "spmv_dynamic" => {
+                assert!(members.iter().all(|m| m.starts_with("y[")), "{members:?}");
+                let spans: Vec<(u64, u64, u64)> = f["line_parts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| {
+                        let o = p["offset"].as_u64().unwrap();
+                        (
+                            p["thread"].as_u64().unwrap(),
+                            o,
+                            o + p["bytes"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect();
+                for a in &spans {
+                    for b in &spans {
+                        assert!(
+                            a.0 == b.0 || a.2 <= b.1 || b.2 <= a.1,
+                            "{name}: parts overlap: {spans:?}"
+                        );
+                    }
+                }
+            }
             _ => assert!(
                 members.iter().all(|m| m.starts_with(object)),
                 "{name}: {members:?}"

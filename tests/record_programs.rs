@@ -974,6 +974,118 @@ fn findings_name_the_member_each_thread_writes() {
     }
 }
 
+/// `(thread, store, member, offset)` of each part of `f`'s busiest line.
+fn parts_of(f: &serde_json::Value) -> Vec<(u64, bool, String, Option<u64>)> {
+    f["line_parts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{f:#}"))
+        .iter()
+        .map(|p| {
+            (
+                p["thread"].as_u64().unwrap(),
+                p["store"].as_bool().unwrap(),
+                p["member"].as_str().unwrap_or("").to_owned(),
+                p["offset"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_member_shapes.cpp");
+    let allocated = line_of(&src, "WORKERS");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("shapes-{compiler}{opt}");
+            let flags = [opt, "-g", "-pthread"];
+            let prog = build(dir.path(), &name, &cxx_of(compiler), &src, &flags);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 1), "900000 0\n", "{name}");
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name}: {:#}", json["findings"]);
+            assert_eq!(code, 1, "{what}");
+            let found = |object: &str| {
+                json["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["object"]["name"] == object && f["kind"] == "false_sharing")
+                    .map(parts_of)
+                    .unwrap_or_else(|| panic!("no finding on {object}: {what}"))
+            };
+            let part = |thread, store, member: &str, offset| {
+                (thread, store, member.to_owned(), Some(offset))
+            };
+            // The union's struct view: the smallest member holding the bytes names them.
+            assert_eq!(
+                found("pair"),
+                [
+                    part(1, true, "pair.parts.lo", 0),
+                    part(2, true, "pair.parts.hi", 4)
+                ],
+                "{what}"
+            );
+            // Elements taken in turn: each one a thread writes, not a span over the other's.
+            let mut cyclic = Vec::new();
+            for thread in [1, 2] {
+                for j in (thread - 1..8).step_by(2) {
+                    cyclic.push(part(thread, true, &format!("cyclic[{j}]"), 8 * j));
+                }
+            }
+            assert_eq!(found("cyclic"), cyclic, "{what}");
+            // The consumer's reads of `tail` are what the producer's writes cost it; its
+            // rare writes of `polls` are its own part too.
+            assert_eq!(
+                found("ring"),
+                [
+                    part(1, true, "ring.head", 0),
+                    part(2, false, "ring.tail", 8),
+                    part(2, true, "ring.polls", 16)
+                ],
+                "{what}"
+            );
+            // Members of base classes, the second one 8 bytes in.
+            assert_eq!(
+                found("stage"),
+                [
+                    part(1, true, "stage.produced", 0),
+                    part(2, true, "stage.consumed", 8)
+                ],
+                "{what}"
+            );
+            // new Worker[8]: elements start 8 bytes into the block, after the count.
+            let heap = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["object"]["kind"] == "heap")
+                .unwrap_or_else(|| panic!("no heap finding: {what}"));
+            assert_eq!(
+                heap["allocated_at"]["line"].as_u64(),
+                Some(u64::from(allocated)),
+                "{what}"
+            );
+            let parts = parts_of(heap);
+            assert!(
+                parts.iter().any(|p| p.0 == 1) && parts.iter().any(|p| p.0 == 2),
+                "{what}"
+            );
+            for (thread, store, member, offset) in parts {
+                let j = member
+                    .strip_prefix("workers[")
+                    .and_then(|m| m.strip_suffix("].done"))
+                    .and_then(|j| j.parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("{member}: {what}"));
+                assert!(store, "{what}");
+                assert_eq!(j % 2, thread - 1, "{member}: {what}");
+                assert_eq!(offset, Some(8 + 16 * j + 8), "{member}: {what}");
+            }
+        }
+    }
+}
+
 #[test]
 fn heap_findings_name_members_through_the_vector_the_allocating_line_declares() {
     let dir = tempfile::tempdir().unwrap();

@@ -851,7 +851,7 @@ impl Symbolizer {
         let ctx = self.open(i)?.context()?;
         let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
         let (name, element) = members::pointer_declared_at(unit, &file, line)?;
-        Some((name, TypeShape::array_of(element, block.size)))
+        Some((name, TypeShape::heap_array_of(element, block.size)))
     }
 
     /// A name for a heap block that is stable across runs (addresses are not): where the

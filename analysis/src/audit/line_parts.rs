@@ -1,25 +1,30 @@
-//! Which part of a falsely shared line each thread used, named as a member of the data object
-//! (`accs[1]`, `h.partial[0]`) when DWARF describes the object's type: the object's name
-//! says what to look at, the members say what to pad.
+//! Which parts of a falsely shared line each thread used, named as members of the data
+//! objects there (`accs[1]`, `h.partial[0]`) when DWARF describes their types: the object's
+//! name says what to look at, the members say what to pad.
+
+use std::sync::Arc;
 
 use cachescope_schema::ThreadId;
 use serde::Serialize;
 
-use super::{stack_local, ObjectName};
-use crate::pluto::BlockEstimate;
-use crate::symbols::{DataObject, Symbolizer};
+use super::ObjectName;
+use crate::heap::HeapBlock;
+use crate::pluto::{BlockEstimate, ThreadBytes};
+use crate::stack::StackSlot;
+use crate::symbols::{DataObject, Symbolizer, TypeShape};
 
-/// The bytes one thread used on a finding's busiest line.
+/// Bytes one thread used on a finding's busiest line, within one member of one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LinePart {
     /// The thread.
     pub thread: ThreadId,
-    /// Whether it wrote these bytes (else it only read the line).
+    /// Whether it wrote these bytes (else it only read them).
     pub store: bool,
     /// The variable and member holding them (`accs[1]`, `h.partial[0]`, `y[0..7]` when they
-    /// span several elements), when DWARF describes the variable's type; for a heap block,
-    /// the pointer or `std::vector` its allocating line declares, if it declares one (the
-    /// trace does not record a block's type).
+    /// span several elements), when DWARF describes the variable's type; a neighbour on the
+    /// line (another global or local) is named as itself. For a heap block, the pointer or
+    /// `std::vector` its allocating line declares, if it declares one (the trace does not
+    /// record a block's type).
     pub member: Option<String>,
     /// Offset of the first byte from the start of the finding's object, when known and
     /// inside it (a neighbour's bytes on the line have none).
@@ -28,9 +33,13 @@ pub struct LinePart {
     pub bytes: u64,
 }
 
+/// Parts shown per thread in the report sentence; JSON and SARIF's properties have all.
+const SHOWN_PER_THREAD: usize = 4;
+
 /// The parts of the busiest of `blocks` (the most estimated false-sharing events, the lowest
-/// address of equals) per thread, in thread order; offsets from the object's start and size
-/// (the third argument), when known.
+/// address of equals): per thread, in thread order, what it wrote and what it only read, in
+/// address order, split at objects and their members; offsets from the finding object's
+/// start and size (the third argument), when known.
 pub(super) fn line_parts(
     object: &ObjectName,
     blocks: &[&BlockEstimate],
@@ -43,78 +52,187 @@ pub(super) fn line_parts(
     else {
         return Vec::new();
     };
-    let local = (object.kind == "stack")
-        .then(|| stack_local(busiest, symbols))
-        .flatten();
-    let heap = busiest.heap.as_deref().filter(|_| object.kind == "heap");
-    let pointer = heap.and_then(|h| Some((h, symbols.heap_variable(h)?)));
-    let mut parts: Vec<LinePart> = busiest
-        .thread_bytes
-        .iter()
-        .map(|t| {
-            let len = t.end.wrapping_sub(t.start);
-            let member = match object.kind {
-                // The global at these bytes: a neighbour the linker placed on the line is
-                // named as itself.
-                "global" => match symbols.data(t.start) {
-                    Some(DataObject::Global { offset, .. }) => {
-                        symbols.global_shape(t.start).map(|(name, shape)| {
-                            name + &shape.member_path(offset, offset.saturating_add(len))
-                        })
-                    }
-                    _ => None,
-                },
-                "stack" => local.as_ref().and_then(|l| {
-                    let offset = t.start.checked_sub(l.base)?;
-                    if l.size.is_some_and(|s| offset >= s) {
-                        return None;
-                    }
-                    let path = l
-                        .shape
-                        .as_ref()
-                        .map(|s| s.member_path(offset, offset.saturating_add(len)));
-                    Some(l.name.clone() + path.as_deref().unwrap_or(""))
-                }),
-                // The block through the variable its allocating line declares (`y[3]`).
-                "heap" => pointer.as_ref().and_then(|(h, (name, shape))| {
-                    let offset = t.start.checked_sub(h.base).filter(|&o| o < h.size)?;
-                    Some(name.clone() + &shape.member_path(offset, offset.saturating_add(len)))
-                }),
-                _ => None,
-            };
-            LinePart {
-                thread: t.thread,
-                store: t.store,
+    let mut holders = Holders::new(object.kind, busiest, symbols);
+    let mut parts = Vec::new();
+    for run in &busiest.thread_bytes {
+        for (member, start, end) in holders.split(run) {
+            parts.push(LinePart {
+                thread: run.thread,
+                store: run.store,
                 member,
                 // Bytes of a neighbour on the line (another global) are not the object's.
                 offset: object_base
-                    .and_then(|b| t.start.checked_sub(b))
+                    .and_then(|b| start.checked_sub(b))
                     .filter(|&o| object_size.is_none_or(|s| o < s)),
-                bytes: len,
-            }
-        })
-        .collect();
+                bytes: end - start,
+            });
+        }
+    }
+    // Stable: each thread's parts stay in address order.
     parts.sort_by_key(|p| p.thread);
     parts
 }
 
-/// `thread 0 writes accs[0] (bytes 0..31), thread 1 writes accs[1] (bytes 32..63)`: the
-/// parts for the report, offsets from the object's start.
-pub fn describe(parts: &[LinePart]) -> String {
-    parts
-        .iter()
-        .map(|p| {
-            let verb = if p.store { "writes" } else { "reads" };
-            let range = |o: u64| format!("{o}..{}", o + p.bytes.saturating_sub(1));
-            match (&p.member, p.offset) {
-                (Some(m), Some(o)) => {
-                    format!("thread {} {verb} {m} (bytes {})", p.thread, range(o))
-                }
-                (Some(m), None) => format!("thread {} {verb} {m}", p.thread),
-                (None, Some(o)) => format!("thread {} {verb} bytes {}", p.thread, range(o)),
-                (None, None) => format!("thread {} {verb} {} bytes", p.thread, p.bytes),
+/// A variable's name and its type's shape.
+type NamedShape = (String, Arc<TypeShape>);
+
+/// An object on the line: its name, where it starts, its size and its type's shape.
+struct Holder {
+    name: String,
+    base: u64,
+    size: Option<u64>,
+    shape: Option<Arc<TypeShape>>,
+}
+
+/// Finds the object holding an address on the busiest line, as the finding's kind allows:
+/// globals from the symbol table, locals of the recorded frame, the heap blocks the block
+/// estimate names.
+struct Holders<'a> {
+    kind: &'static str,
+    block: &'a BlockEstimate,
+    symbols: &'a mut Symbolizer,
+    /// The heap blocks and the variables their allocating lines declare, looked up once.
+    heap: Vec<(Arc<HeapBlock>, Option<NamedShape>)>,
+}
+
+impl<'a> Holders<'a> {
+    fn new(kind: &'static str, block: &'a BlockEstimate, symbols: &'a mut Symbolizer) -> Self {
+        let mut heap = Vec::new();
+        if kind == "heap" {
+            for h in block.heap.iter().chain(&block.heap_neighbours) {
+                let variable = symbols
+                    .heap_variable(h)
+                    .map(|(name, shape)| (name, Arc::new(shape)));
+                heap.push((Arc::clone(h), variable));
             }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+        }
+        Holders {
+            kind,
+            block,
+            symbols,
+            heap,
+        }
+    }
+
+    /// The object holding `addr`, if one is known.
+    fn at(&mut self, addr: u64) -> Option<Holder> {
+        match self.kind {
+            "global" => {
+                let Some(DataObject::Global {
+                    name, offset, size, ..
+                }) = self.symbols.data(addr)
+                else {
+                    return None;
+                };
+                let base = addr - offset;
+                Some(match self.symbols.global_shape(addr) {
+                    Some((name, shape)) => Holder {
+                        name,
+                        base,
+                        size: Some(size),
+                        shape: Some(shape),
+                    },
+                    None => Holder {
+                        name: name.to_string(),
+                        base,
+                        size: Some(size),
+                        shape: None,
+                    },
+                })
+            }
+            "stack" => {
+                let frame = self.block.stack.as_deref()?;
+                if !(frame.sp..frame.cfa).contains(&addr) {
+                    return None;
+                }
+                let slot = StackSlot { addr, ..*frame };
+                let local = self.symbols.stack_object(&slot).local?;
+                Some(Holder {
+                    name: local.name,
+                    base: local.base,
+                    size: local.size,
+                    shape: local.shape,
+                })
+            }
+            "heap" => {
+                let (h, variable) = self
+                    .heap
+                    .iter()
+                    .find(|(h, _)| (h.base..h.base.saturating_add(h.size)).contains(&addr))?;
+                let (name, shape) = variable.clone()?;
+                Some(Holder {
+                    name,
+                    base: h.base,
+                    size: Some(h.size),
+                    shape: Some(shape),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `run` split at the objects and members it covers: (name, start, end), in address
+    /// order; bytes no known object holds have no name.
+    fn split(&mut self, run: &ThreadBytes) -> Vec<(Option<String>, u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = run.start;
+        while at < run.end {
+            let Some(h) = self.at(at) else {
+                // Unnamed up to the next byte an object holds.
+                let next = (at + 1..run.end)
+                    .find(|&a| self.at(a).is_some())
+                    .unwrap_or(run.end);
+                out.push((None, at, next));
+                at = next;
+                continue;
+            };
+            let end = h
+                .size
+                .map_or(run.end, |s| run.end.min(h.base.saturating_add(s)));
+            let end = end.max(at + 1);
+            match &h.shape {
+                Some(shape) => {
+                    for (suffix, s, e) in shape.parts(at - h.base, end - h.base) {
+                        out.push((Some(h.name.clone() + &suffix), h.base + s, h.base + e));
+                    }
+                }
+                None => out.push((Some(h.name.clone()), at, end)),
+            }
+            at = end;
+        }
+        out
+    }
+}
+
+/// `thread 0 writes accs[0] (bytes 0..31); thread 1 writes accs[1] (bytes 32..63), reads
+/// n`: the parts for the report, offsets from the object's start, at most
+/// [`SHOWN_PER_THREAD`] per thread.
+pub fn describe(parts: &[LinePart]) -> String {
+    let mut threads: Vec<String> = Vec::new();
+    for group in parts.chunk_by(|a, b| a.thread == b.thread) {
+        let mut text = format!("thread {}", group[0].thread);
+        let mut verb = None;
+        for (i, p) in group.iter().take(SHOWN_PER_THREAD).enumerate() {
+            let range = |o: u64| format!("{o}..{}", o + p.bytes.saturating_sub(1));
+            let what = match (&p.member, p.offset) {
+                (Some(m), Some(o)) => format!("{m} (bytes {})", range(o)),
+                (Some(m), None) => m.clone(),
+                (None, Some(o)) => format!("bytes {}", range(o)),
+                (None, None) => format!("{} bytes", p.bytes),
+            };
+            let sep = if i == 0 { " " } else { ", " };
+            if verb == Some(p.store) {
+                text += &format!("{sep}{what}");
+            } else {
+                let v = if p.store { "writes" } else { "reads" };
+                text += &format!("{sep}{v} {what}");
+                verb = Some(p.store);
+            }
+        }
+        if group.len() > SHOWN_PER_THREAD {
+            text += &format!(" and {} more parts", group.len() - SHOWN_PER_THREAD);
+        }
+        threads.push(text);
+    }
+    threads.join("; ")
 }

@@ -249,8 +249,8 @@ struct DetailedBlock {
     /// The block's parts any thread stored to: bit g for bytes `[g·G, (g+1)·G)` with
     /// G = max(1, line size / 64).
     stored: u64,
-    /// Per thread, the bytes it wrote (else read), at the block's address in the shifted
-    /// address space.
+    /// Per thread, the runs of bytes it wrote and those it only read, at the block's address
+    /// in the shifted address space.
     bytes: Vec<ThreadBytes>,
 }
 
@@ -274,8 +274,8 @@ fn stored_parts(b: &BlockCounts, line: u64) -> u64 {
     mask
 }
 
-/// The bytes one thread used on a block: what it wrote, or what it read when it wrote
-/// nothing there (see [`thread_bytes`]).
+/// A run of bytes one thread used on a block: bytes it wrote, or bytes it only read (see
+/// [`thread_bytes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ThreadBytes {
     /// The thread.
@@ -284,42 +284,88 @@ pub struct ThreadBytes {
     pub start: u64,
     /// One past the last byte.
     pub end: u64,
-    /// Whether these are the bytes it stored to (else read).
+    /// Whether it stored to these bytes (else it only read them).
     pub store: bool,
 }
 
 /// A slot with fewer accesses than this fraction (1/N) of its thread's busiest slot on the
-/// block is left out of [`thread_bytes`]: a neighbour written once does not widen the span
-/// of the element a thread updates a million times.
+/// block is left out of [`thread_bytes`]: a neighbour written once does not widen the part
+/// of the element a thread updates a million times, nor add one of its own.
 const RARE_SLOT: u64 = 100;
 
-/// Per thread, the span of bytes of block `b` (at `recorded`, in the recorded address space)
-/// that it stored to, leaving out rare slots, else the span it read: which part of the line
-/// is whose, for naming the members of a falsely shared object.
+/// Per thread, in thread order, the runs of contiguous bytes of block `b` (at `recorded`, in
+/// the recorded address space) that it stored to, and those it only read, in address order,
+/// leaving out rare slots: which parts of the line are whose, for naming the members of a
+/// falsely shared object. A thread that writes `a[0]`, `a[2]` and `a[4]` has three runs, not
+/// one span over the elements between; one that writes a flag now and then but polls its
+/// neighbour's counter has both, as the reads are what the other thread's writes cost it.
+/// Stores are rare against the thread's busiest stored slot, reads against its busiest slot,
+/// a thread against the busiest thread on the block.
 fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
-    b.threads
-        .iter()
-        .filter_map(|(&thread, t)| {
-            let store = t.stores > 0;
-            let count = |&(l, s): &(u64, u64)| if store { s } else { l };
-            let top = t.by_slot.values().map(count).max()?;
-            let (mut lo, mut hi) = (u64::MAX, 0u64);
-            for (&(offset, len), n) in t.by_slot.iter() {
-                let n = count(n);
-                if n == 0 || len == 0 || n.saturating_mul(RARE_SLOT) < top {
+    let mut out = Vec::new();
+    // A thread that touched the line rarely (the main thread printing the results after the
+    // join) has no part in its false sharing.
+    let busiest = b
+        .threads
+        .values()
+        .map(|t| t.loads.saturating_add(t.stores))
+        .max()
+        .unwrap_or(0);
+    for (&thread, t) in b.threads.iter() {
+        if t.loads.saturating_add(t.stores).saturating_mul(RARE_SLOT) < busiest {
+            continue;
+        }
+        let top_store = t.by_slot.values().map(|&(_, s)| s).max().unwrap_or(0);
+        let top = t
+            .by_slot
+            .values()
+            .map(|&(l, s)| l.saturating_add(s))
+            .max()
+            .unwrap_or(0);
+        let stored = |&(offset, len): &(u32, u32)| {
+            t.by_slot.iter().any(|(&(o, l), &(_, s))| {
+                s > 0
+                    && u64::from(o) < u64::from(offset) + u64::from(len)
+                    && u64::from(offset) < u64::from(o) + u64::from(l)
+            })
+        };
+        let mut runs: Vec<ThreadBytes> = Vec::new();
+        for store in [true, false] {
+            let first = runs.len();
+            for (slot, &(loads, stores)) in t.by_slot.iter() {
+                let (n, of) = if store {
+                    (stores, top_store)
+                } else {
+                    (loads, top)
+                };
+                if n == 0 || slot.1 == 0 || n.saturating_mul(RARE_SLOT) < of {
                     continue;
                 }
-                lo = lo.min(u64::from(offset));
-                hi = hi.max(u64::from(offset) + u64::from(len));
+                // Bytes it also stored to are its writes.
+                if !store && stored(slot) {
+                    continue;
+                }
+                let (lo, hi) = (u64::from(slot.0), u64::from(slot.0) + u64::from(slot.1));
+                // Slots come in (offset, size) order: a run grows while they touch it.
+                match runs[first..].last_mut() {
+                    Some(r) if lo <= r.end => r.end = r.end.max(hi),
+                    _ => runs.push(ThreadBytes {
+                        thread,
+                        start: lo,
+                        end: hi,
+                        store,
+                    }),
+                }
             }
-            (lo < hi).then(|| ThreadBytes {
-                thread,
-                start: recorded.wrapping_add(lo),
-                end: recorded.wrapping_add(hi),
-                store,
-            })
-        })
-        .collect()
+        }
+        runs.sort_by_key(|r| (r.start, !r.store));
+        out.extend(runs.into_iter().map(|r| ThreadBytes {
+            start: recorded.wrapping_add(r.start),
+            end: recorded.wrapping_add(r.end),
+            ..r
+        }));
+    }
+    out
 }
 
 /// The estimates for one block over the whole run.
@@ -367,8 +413,9 @@ pub struct BlockEstimate {
     pub sample_phi: u64,
     /// Access counts per thread, code position and kind, in those segments (largest first).
     pub sites: Vec<(SiteKey, u64)>,
-    /// Per thread, the bytes of the block it wrote (else read) in the segment whose address
-    /// is `sample_addr`: which part of the line is whose (recorded address space).
+    /// Per thread, the runs of bytes of the block it wrote and those it only read, in the
+    /// segment whose address is `sample_addr`: which parts of the line are whose (recorded
+    /// address space; see `thread_bytes`).
     #[serde(skip)]
     pub thread_bytes: Vec<ThreadBytes>,
     /// The heap block containing `sample_addr` when the block was first estimated, if any;

@@ -9,7 +9,6 @@
 //! or too deep to read, or corrupt DWARF, only makes the name stop at the part read.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use addr2line::gimli;
@@ -20,6 +19,9 @@ use super::locals::decl_file;
 
 /// Types (members and array elements counted) read for one variable, at most.
 const MAX_NODES: usize = 1024;
+
+/// Parts a byte range is named as, at most: more are named as the range of the whole object.
+const MAX_PARTS: usize = 16;
 
 /// Nesting read, at most (typedef and qualifier links count too): real types need a few, and
 /// a cycle in corrupt DWARF must end.
@@ -65,6 +67,29 @@ pub struct Member {
 }
 
 impl TypeShape {
+    /// A heap block of `bytes` bytes holding `element`s: an array of them, after the count
+    /// `new[]` stores in front of an array of a type with a destructor (the Itanium C++ ABI's
+    /// cookie, 8 bytes or the element's alignment) when the size says there is one: `8 + n *
+    /// size` bytes with a remainder of 8, 16, 32 or 64 (a plain array has none).
+    pub fn heap_array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
+        let cookie = element
+            .size
+            .filter(|&s| s > 0)
+            .map_or(0, |s| bytes % s)
+            .min(bytes);
+        if !matches!(cookie, 8 | 16 | 32 | 64) {
+            return TypeShape::array_of(element, bytes);
+        }
+        TypeShape {
+            size: Some(bytes),
+            kind: ShapeKind::Record(vec![Member {
+                name: None,
+                offset: cookie,
+                shape: Arc::new(TypeShape::array_of(element, bytes - cookie)),
+            }]),
+        }
+    }
+
     /// An array of `bytes` bytes of `element`s (a heap block of them).
     pub fn array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
         let count = element.size.filter(|&s| s > 0).map_or(0, |s| bytes / s);
@@ -74,53 +99,149 @@ impl TypeShape {
         }
     }
 
-    /// The member of an object of this type holding bytes `[start, end)` from its start, as
-    /// a suffix for the object's name: `[1]`, `.partial[0]`, `[2].sum_x`, or a range of
-    /// elements `[0..7]` when the bytes span several; empty when they are the whole object or
-    /// no single member holds them.
-    pub fn member_path(&self, start: u64, end: u64) -> String {
-        let mut out = String::new();
-        let mut shape = self;
-        let (mut start, mut end) = (start, end);
-        for _ in 0..MAX_DEPTH {
-            if end <= start || shape.size.is_some_and(|s| start == 0 && end >= s) {
-                break;
-            }
-            match &shape.kind {
-                ShapeKind::Leaf => break,
-                ShapeKind::Array { element, .. } => {
-                    let Some(size) = element.size.filter(|&s| s > 0) else {
-                        break;
-                    };
-                    let (first, last) = (start / size, (end - 1) / size);
-                    if first != last {
-                        let _ = write!(out, "[{first}..{last}]");
-                        break;
-                    }
-                    let _ = write!(out, "[{first}]");
-                    start -= first * size;
-                    end -= first * size;
-                    shape = element;
+    /// The members of an object of this type that bytes `[start, end)` from its start are, in
+    /// address order, each as a suffix for the object's name and the bytes of it: `[1]`,
+    /// `.partial[0]`, `[2].sum_x`; a range of elements `[0..7]` when the bytes span several;
+    /// `.head` and `.tail` when they span two members of a struct; an empty suffix for the
+    /// whole object or bytes no member holds (padding). Bytes past the type's size are left
+    /// out (they are a neighbour's). Of a union's members, the smallest that holds the bytes
+    /// names them: a 4-byte write to `union { uint64_t whole; uint32_t half[2]; }` is `half`.
+    pub fn parts(&self, start: u64, end: u64) -> Vec<(String, u64, u64)> {
+        let end = self.size.map_or(end, |s| end.min(s));
+        let mut out = Vec::new();
+        if start < end {
+            self.parts_into(start, end, (String::new(), true), 0, &mut out);
+        }
+        if out.len() > MAX_PARTS {
+            out = vec![(String::new(), start, end)];
+        }
+        out
+    }
+
+    /// The size of the smallest part of this type (itself, a member, an element, at any depth)
+    /// that holds all of bytes `[start, end)`: how tightly a union member names them.
+    fn fit(&self, start: u64, end: u64, depth: usize) -> u64 {
+        let own = self.size.unwrap_or(u64::MAX);
+        if depth >= MAX_DEPTH {
+            return own;
+        }
+        match &self.kind {
+            ShapeKind::Leaf => own,
+            ShapeKind::Array { element, .. } => match element.size.filter(|&s| s > 0) {
+                Some(s) if start / s == (end - 1) / s => {
+                    let at = start / s * s;
+                    element.fit(start - at, end - at, depth + 1)
                 }
-                ShapeKind::Record(members) => {
-                    let holds = |m: &&Member| {
-                        let size = m.shape.size.unwrap_or(0);
-                        m.offset <= start && end <= m.offset.saturating_add(size)
-                    };
-                    // A union's members all hold the bytes: the first named one names them.
-                    let Some(m) = members.iter().find(holds) else {
-                        break;
-                    };
-                    if let Some(name) = &m.name {
-                        let _ = write!(out, ".{name}");
+                _ => own,
+            },
+            ShapeKind::Record(members) => members
+                .iter()
+                .filter(|m| {
+                    let size = m.shape.size.unwrap_or(0);
+                    m.offset <= start && end <= m.offset.saturating_add(size)
+                })
+                .map(|m| m.shape.fit(start - m.offset, end - m.offset, depth + 1))
+                .min()
+                .unwrap_or(own),
+        }
+    }
+
+    /// [`parts`](Self::parts) of `[start, end)`, named `prefix` + member, appended to `out`;
+    /// `named` says whether this level added to the prefix: all of a base class or of a
+    /// std::array's elements is named by its members, not as the enclosing object.
+    fn parts_into(
+        &self,
+        start: u64,
+        end: u64,
+        (prefix, named): (String, bool),
+        depth: usize,
+        out: &mut Vec<(String, u64, u64)>,
+    ) {
+        let whole = named && self.size.is_some_and(|s| start == 0 && end >= s);
+        if whole || depth >= MAX_DEPTH || out.len() > MAX_PARTS {
+            out.push((prefix, start, end));
+            return;
+        }
+        match &self.kind {
+            ShapeKind::Leaf => out.push((prefix, start, end)),
+            ShapeKind::Array { element, .. } => {
+                let Some(size) = element.size.filter(|&s| s > 0) else {
+                    out.push((prefix, start, end));
+                    return;
+                };
+                let (first, last) = (start / size, (end - 1) / size);
+                if first != last {
+                    out.push((format!("{prefix}[{first}..{last}]"), start, end));
+                    return;
+                }
+                let at = first * size;
+                let mut inner = Vec::new();
+                element.parts_into(
+                    start - at,
+                    end - at,
+                    (format!("{prefix}[{first}]"), true),
+                    depth + 1,
+                    &mut inner,
+                );
+                out.extend(inner.into_iter().map(|(n, s, e)| (n, s + at, e + at)));
+            }
+            ShapeKind::Record(members) => {
+                let span =
+                    |m: &Member| (m.offset, m.offset.saturating_add(m.shape.size.unwrap_or(0)));
+                // The member holding all the bytes (one, but in a union: the one with the
+                // tightest fit, `i[3]` rather than `l[1]` for bytes 12..15; the first of equals).
+                let holder = members
+                    .iter()
+                    .filter(|m| {
+                        let (lo, hi) = span(m);
+                        lo <= start && end <= hi
+                    })
+                    .min_by_key(|m| m.shape.fit(start - m.offset, end - m.offset, depth + 1));
+                let chosen: Vec<&Member> = match holder {
+                    Some(m) => vec![m],
+                    // Else each member the bytes touch, in address order; of overlapping ones
+                    // (a union's), the first.
+                    None => {
+                        let mut touched: Vec<&Member> = members
+                            .iter()
+                            .filter(|m| {
+                                let (lo, hi) = span(m);
+                                lo < end && start < hi
+                            })
+                            .collect();
+                        touched.sort_by_key(|m| m.offset);
+                        let mut kept: Vec<&Member> = Vec::new();
+                        for m in touched {
+                            if kept.last().is_none_or(|k| span(k).1 <= m.offset) {
+                                kept.push(m);
+                            }
+                        }
+                        kept
                     }
-                    start -= m.offset;
-                    end -= m.offset;
-                    shape = &m.shape;
+                };
+                if chosen.is_empty() {
+                    out.push((prefix, start, end));
+                    return;
+                }
+                for m in chosen {
+                    let (lo, hi) = span(m);
+                    let name = match m.name.as_deref() {
+                        // A base class or anonymous member; a std::array's one member.
+                        None | Some("_M_elems" | "__elems_") => (prefix.clone(), false),
+                        Some(n) => (format!("{prefix}.{n}"), true),
+                    };
+                    let mut inner = Vec::new();
+                    m.shape.parts_into(
+                        start.max(lo) - lo,
+                        end.min(hi) - lo,
+                        name,
+                        depth + 1,
+                        &mut inner,
+                    );
+                    out.extend(inner.into_iter().map(|(n, s, e)| (n, s + lo, e + lo)));
                 }
             }
         }
-        out
     }
 }
 
@@ -539,6 +660,22 @@ mod tests {
         })
     }
 
+    /// The parts of `[start, end)` of `shape`, as `suffix@start..end` joined by `, `.
+    fn path(shape: &TypeShape, start: u64, end: u64) -> String {
+        shape
+            .parts(start, end)
+            .iter()
+            .map(|(name, s, e)| {
+                if (*s, *e) == (start, end) {
+                    name.clone()
+                } else {
+                    format!("{name}@{s}..{e}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     #[test]
     fn members_are_named_by_path() {
         // struct acc { double sum_x, sum_y, sum_xx, sum_xy; } accs[64];
@@ -552,11 +689,11 @@ mod tests {
             ],
         );
         let accs = array(64, acc);
-        assert_eq!(accs.member_path(32, 64), "[1]");
-        assert_eq!(accs.member_path(40, 48), "[1].sum_y");
-        assert_eq!(accs.member_path(36, 40), "[1].sum_x");
-        assert_eq!(accs.member_path(0, 64), "[0..1]");
-        assert_eq!(accs.member_path(0, 64 * 32), "");
+        assert_eq!(path(&accs, 32, 64), "[1]");
+        assert_eq!(path(&accs, 40, 48), "[1].sum_y");
+        assert_eq!(path(&accs, 36, 40), "[1].sum_x");
+        assert_eq!(path(&accs, 0, 64), "[0..1]");
+        assert_eq!(path(&accs, 0, 64 * 32), "");
         // class Histogram { double partial[8]; std::vector<double> data; } (a base first)
         let base = record(8, &[(Some("id"), 0, leaf(4)), (Some("kind"), 4, leaf(4))]);
         let h = record(
@@ -567,19 +704,19 @@ mod tests {
                 (Some("data"), 72, leaf(24)),
             ],
         );
-        assert_eq!(h.member_path(16, 24), ".partial[1]");
-        assert_eq!(h.member_path(0, 4), ".id");
-        assert_eq!(h.member_path(4, 8), ".kind");
-        assert_eq!(h.member_path(8, 72), ".partial");
-        assert_eq!(h.member_path(8, 32), ".partial[0..2]");
+        assert_eq!(path(&h, 16, 24), ".partial[1]");
+        assert_eq!(path(&h, 0, 4), ".id");
+        assert_eq!(path(&h, 4, 8), ".kind");
+        assert_eq!(path(&h, 8, 72), ".partial");
+        assert_eq!(path(&h, 8, 32), ".partial[0..2]");
         // struct slot { long data[2][4]; } (DWARF: one array type, two subranges)
         let slot = record(64, &[(Some("data"), 0, array(2, array(4, leaf(8))))]);
-        assert_eq!(slot.member_path(32, 64), ".data[1]");
-        assert_eq!(slot.member_path(40, 48), ".data[1][1]");
-        assert_eq!(slot.member_path(24, 40), ".data[0..1]");
+        assert_eq!(path(&slot, 32, 64), ".data[1]");
+        assert_eq!(path(&slot, 40, 48), ".data[1][1]");
+        assert_eq!(path(&slot, 24, 40), ".data[0..1]");
         // Padding and unknown sizes stop the path.
         let padded = record(64, &[(Some("n"), 0, leaf(8))]);
-        assert_eq!(padded.member_path(8, 16), "");
+        assert_eq!(path(&padded, 8, 16), "");
         let unsized_elements = array(
             0,
             Arc::new(TypeShape {
@@ -587,6 +724,71 @@ mod tests {
                 kind: ShapeKind::Leaf,
             }),
         );
-        assert_eq!(unsized_elements.member_path(8, 16), "");
+        assert_eq!(path(&unsized_elements, 8, 16), "");
+    }
+
+    #[test]
+    fn ranges_split_at_members_and_stop_at_the_object() {
+        // struct ring { long head, tail, polls; }: a run over two members is two parts.
+        let ring = record(
+            24,
+            &[
+                (Some("head"), 0, leaf(8)),
+                (Some("tail"), 8, leaf(8)),
+                (Some("polls"), 16, leaf(8)),
+            ],
+        );
+        assert_eq!(path(&ring, 8, 24), ".tail@8..16, .polls@16..24");
+        // Bytes past the object are a neighbour's: left out.
+        assert_eq!(path(&ring, 16, 40), ".polls@16..24");
+        assert!(ring.parts(24, 32).is_empty());
+        // union { uint64_t whole; uint32_t half[2]; }: the smallest holder names the bytes.
+        let u = record(
+            8,
+            &[
+                (Some("whole"), 0, leaf(8)),
+                (Some("half"), 0, array(2, leaf(4))),
+            ],
+        );
+        assert_eq!(path(&u, 4, 8), ".half[1]");
+        // union { long l[4]; int i[8]; }: the same size, but an int holds bytes 12..15.
+        let li = record(
+            32,
+            &[
+                (Some("l"), 0, array(4, leaf(8))),
+                (Some("i"), 0, array(8, leaf(4))),
+            ],
+        );
+        assert_eq!(path(&li, 12, 16), ".i[3]");
+        assert_eq!(path(&li, 8, 16), ".l[1]");
+        // union { long whole; struct { int lo, hi; } parts; }
+        let pair = record(
+            8,
+            &[
+                (Some("whole"), 0, leaf(8)),
+                (
+                    Some("parts"),
+                    0,
+                    record(8, &[(Some("lo"), 0, leaf(4)), (Some("hi"), 4, leaf(4))]),
+                ),
+            ],
+        );
+        assert_eq!(path(&pair, 4, 8), ".parts.hi");
+        assert_eq!(path(&u, 0, 8), "");
+        // struct MI : A, B { long own; }: all of a base is named by its member.
+        let a = record(8, &[(Some("a"), 0, leaf(8))]);
+        let b = record(8, &[(Some("b"), 0, leaf(8))]);
+        let mi = record(
+            24,
+            &[(None, 0, a), (None, 8, b), (Some("own"), 16, leaf(8))],
+        );
+        assert_eq!(path(&mi, 0, 8), ".a");
+        assert_eq!(path(&mi, 8, 16), ".b");
+        assert_eq!(path(&mi, 8, 24), ".b@8..16, .own@16..24");
+        // std::array<long, 8>: its one member is not part of the name.
+        let arr = record(64, &[(Some("_M_elems"), 0, array(8, leaf(8)))]);
+        assert_eq!(path(&arr, 16, 24), "[2]");
+        assert_eq!(path(&arr, 16, 40), "[2..4]");
+        assert_eq!(path(&arr, 0, 64), "");
     }
 }
