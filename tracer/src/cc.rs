@@ -289,6 +289,12 @@ pub fn compile_flags(c: &Compiler) -> Result<Vec<String>, CcError> {
                     // has no -fsanitize (it would link gcc's own sanitizer runtime): the
                     // program would record nothing. Instrumented objects are plain objects.
                     "-fno-lto",
+                    // gcc expands a memset or memcpy of known small size into plain moves
+                    // after its ThreadSanitizer pass, which then never sees them: kept as
+                    // calls, the shim records their ranges (clang's pass sees them itself).
+                    "-fno-builtin-memset",
+                    "-fno-builtin-memcpy",
+                    "-fno-builtin-memmove",
                 ]
                 .map(String::from),
             );
@@ -571,6 +577,7 @@ mod tests {
         let compile = &p.steps[0].args;
         assert!(compile.starts_with(&s(&["-O2", "-fopenmp", "-DX=1", "-c", "a.c", "-o"])));
         assert!(compile.contains(&"-fsanitize=thread".to_string()));
+        assert!(compile.contains(&"-fno-builtin-memcpy".to_string()));
         assert!(!compile.contains(&"-lm".to_string()));
         let link = &p.steps[1].args;
         assert_eq!(
