@@ -962,26 +962,12 @@ fn findings_name_the_member_each_thread_writes() {
                 Some(u64::from(line)),
                 "{what}"
             );
-            let parts: Vec<(u64, &str, u64, u64)> = f["line_parts"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{what}: {f:#}"))
-                .iter()
-                .map(|p| {
-                    assert_eq!(p["store"], true, "{what}: {p}");
-                    (
-                        p["thread"].as_u64().unwrap(),
-                        p["member"].as_str().unwrap(),
-                        p["offset"].as_u64().unwrap(),
-                        p["bytes"].as_u64().unwrap(),
-                    )
-                })
-                .collect();
             // Thread 0 is main, which only creates and joins: the two workers write.
             assert_eq!(
-                parts,
+                parts_of(&f),
                 [
-                    (1, "t.per_thread[0].hits", 8, 8),
-                    (2, "t.per_thread[1].hits", 24, 8)
+                    part(1, true, "t.per_thread[0].hits", 8, 8),
+                    part(2, true, "t.per_thread[1].hits", 24, 8)
                 ],
                 "{what}"
             );
@@ -989,8 +975,11 @@ fn findings_name_the_member_each_thread_writes() {
     }
 }
 
-/// `(thread, store, member, offset)` of each part of `f`'s busiest line.
-fn parts_of(f: &serde_json::Value) -> Vec<(u64, bool, String, Option<u64>)> {
+/// One part of a finding's busiest line: thread, store, member, offset, bytes.
+type Part = (u64, bool, String, Option<u64>, u64);
+
+/// The parts of `f`'s busiest line (JSON `line_parts`).
+fn parts_of(f: &serde_json::Value) -> Vec<Part> {
     f["line_parts"]
         .as_array()
         .unwrap_or_else(|| panic!("{f:#}"))
@@ -1001,9 +990,15 @@ fn parts_of(f: &serde_json::Value) -> Vec<(u64, bool, String, Option<u64>)> {
                 p["store"].as_bool().unwrap(),
                 p["member"].as_str().unwrap_or("").to_owned(),
                 p["offset"].as_u64(),
+                p["bytes"].as_u64().unwrap(),
             )
         })
         .collect()
+}
+
+/// A part inside the finding's object.
+fn part(thread: u64, store: bool, member: &str, offset: u64, bytes: u64) -> Part {
+    (thread, store, member.to_owned(), Some(offset), bytes)
 }
 
 #[test]
@@ -1030,15 +1025,12 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
                     .map(parts_of)
                     .unwrap_or_else(|| panic!("no finding on {object}: {what}"))
             };
-            let part = |thread, store, member: &str, offset| {
-                (thread, store, member.to_owned(), Some(offset))
-            };
             // The union's struct view: the smallest member holding the bytes names them.
             assert_eq!(
                 found("pair"),
                 [
-                    part(1, true, "pair.parts.lo", 0),
-                    part(2, true, "pair.parts.hi", 4)
+                    part(1, true, "pair.parts.lo", 0, 4),
+                    part(2, true, "pair.parts.hi", 4, 4)
                 ],
                 "{what}"
             );
@@ -1046,7 +1038,7 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
             let mut cyclic = Vec::new();
             for thread in [1, 2] {
                 for j in (thread - 1..8).step_by(2) {
-                    cyclic.push(part(thread, true, &format!("cyclic[{j}]"), 8 * j));
+                    cyclic.push(part(thread, true, &format!("cyclic[{j}]"), 8 * j, 8));
                 }
             }
             assert_eq!(found("cyclic"), cyclic, "{what}");
@@ -1055,9 +1047,9 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
             assert_eq!(
                 found("ring"),
                 [
-                    part(1, true, "ring.head", 0),
-                    part(2, false, "ring.tail", 8),
-                    part(2, true, "ring.polls", 16)
+                    part(1, true, "ring.head", 0, 8),
+                    part(2, false, "ring.tail", 8, 8),
+                    part(2, true, "ring.polls", 16, 8)
                 ],
                 "{what}"
             );
@@ -1065,8 +1057,8 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
             assert_eq!(
                 found("stage"),
                 [
-                    part(1, true, "stage.produced", 0),
-                    part(2, true, "stage.consumed", 8)
+                    part(1, true, "stage.produced", 0, 8),
+                    part(2, true, "stage.consumed", 8, 8)
                 ],
                 "{what}"
             );
@@ -1087,7 +1079,7 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
                 parts.iter().any(|p| p.0 == 1) && parts.iter().any(|p| p.0 == 2),
                 "{what}"
             );
-            for (thread, store, member, offset) in parts {
+            for (thread, store, member, offset, bytes) in parts {
                 let j = member
                     .strip_prefix("workers[")
                     .and_then(|m| m.strip_suffix("].done"))
@@ -1095,7 +1087,11 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
                     .unwrap_or_else(|| panic!("{member}: {what}"));
                 assert!(store, "{what}");
                 assert_eq!(j % 2, thread - 1, "{member}: {what}");
-                assert_eq!(offset, Some(8 + 16 * j + 8), "{member}: {what}");
+                assert_eq!(
+                    (offset, bytes),
+                    (Some(8 + 16 * j + 8), 8),
+                    "{member}: {what}"
+                );
             }
         }
     }
@@ -1115,21 +1111,12 @@ fn heap_findings_name_members_through_the_vector_the_allocating_line_declares() 
                 Some(u64::from(declared)),
                 "{what}"
             );
-            let parts: Vec<(u64, &str, u64)> = f["line_parts"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{what}: {f:#}"))
-                .iter()
-                .map(|p| {
-                    (
-                        p["thread"].as_u64().unwrap(),
-                        p["member"].as_str().unwrap(),
-                        p["offset"].as_u64().unwrap(),
-                    )
-                })
-                .collect();
             assert_eq!(
-                parts,
-                [(1, "stats[0].hits", 0), (2, "stats[1].hits", 8)],
+                parts_of(&f),
+                [
+                    part(1, true, "stats[0].hits", 0, 4),
+                    part(2, true, "stats[1].hits", 8, 4)
+                ],
                 "{what}"
             );
         }
