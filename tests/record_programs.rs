@@ -1005,7 +1005,6 @@ fn part(thread: u64, store: bool, member: &str, offset: u64, bytes: u64) -> Part
 fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_member_shapes.cpp");
-    let allocated = line_of(&src, "WORKERS");
     for compiler in compilers() {
         for opt in ["-O0", "-O2"] {
             let name = format!("shapes-{compiler}{opt}");
@@ -1062,19 +1061,82 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
                 ],
                 "{what}"
             );
-            // new Worker[8]: elements start 8 bytes into the block, after the count.
-            let heap = json["findings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["object"]["kind"] == "heap")
-                .unwrap_or_else(|| panic!("no heap finding: {what}"));
+            // Bit-fields sharing a byte are one member, named by all of them, next to `x`.
             assert_eq!(
-                heap["allocated_at"]["line"].as_u64(),
-                Some(u64::from(allocated)),
+                found("bits"),
+                [
+                    part(1, true, "bits.x", 0, 4),
+                    part(1, true, "bits.{f1,f2}", 4, 1),
+                    part(2, true, "bits.y", 16, 8)
+                ],
                 "{what}"
             );
-            let parts = parts_of(heap);
+            // Parts of two neighbouring elements are their members; whole ones a range.
+            assert_eq!(
+                found("kv"),
+                [
+                    part(1, true, "kv[0].val", 4, 4),
+                    part(1, true, "kv[1].key", 8, 4),
+                    part(2, true, "kv[3..4]", 24, 16),
+                    part(2, true, "kv[5].key", 40, 4)
+                ],
+                "{what}"
+            );
+            // An 8-byte copy from q[3] over q[4], which the thread then writes: q[3] is read.
+            assert_eq!(
+                found("overlap"),
+                [
+                    part(1, true, "overlap.a", 0, 8),
+                    part(2, false, "overlap.q[3]", 20, 4),
+                    part(2, true, "overlap.q[4]", 24, 4)
+                ],
+                "{what}"
+            );
+            // The vtable pointer a virtual call reads (gcc `_vptr.Shape`, clang `_vptr$Shape`).
+            let vptr = match compiler {
+                "gcc" => "shape._vptr.Shape",
+                _ => "shape._vptr$Shape",
+            };
+            assert_eq!(
+                found("shape"),
+                [
+                    part(1, true, "shape.h", 16, 8),
+                    part(2, false, vptr, 0, 8),
+                    part(2, false, "shape.w", 8, 8)
+                ],
+                "{what}"
+            );
+            let heap_at = |marker: &str| {
+                let line = u64::from(line_of(&src, marker));
+                json["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| {
+                        f["object"]["kind"] == "heap"
+                            && f["allocated_at"]["line"].as_u64() == Some(line)
+                    })
+                    .unwrap_or_else(|| panic!("no heap finding from line {line}: {what}"))
+            };
+            // One object from `new`, through its pointer; an array a unique_ptr holds.
+            assert_eq!(
+                parts_of(heap_at("NODE")),
+                [
+                    part(1, true, "node->id", 0, 4),
+                    part(2, true, "node->total", 8, 8)
+                ],
+                "{what}"
+            );
+            assert_eq!(
+                parts_of(heap_at("STATS")),
+                [
+                    part(1, true, "stats[0].a", 0, 8),
+                    part(2, true, "stats[0].b", 8, 8)
+                ],
+                "{what}"
+            );
+            // new Worker[8]: elements start 8 bytes into the block, after the count.
+            let parts = parts_of(heap_at("WORKERS"));
             assert!(
                 parts.iter().any(|p| p.0 == 1) && parts.iter().any(|p| p.0 == 2),
                 "{what}"

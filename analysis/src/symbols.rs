@@ -45,7 +45,7 @@ use tracing::{debug, warn};
 use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::StackSlot;
 use locals::{FrameRegister, LocalVar};
-pub use members::{Member, ShapeKind, TypeShape};
+pub use members::{HeapVariable, Member, ShapeKind, TypeShape};
 use module::{DebugSearch, LoadedModule};
 pub use path::{file_uri, relative_path};
 use source::SourceLines;
@@ -841,7 +841,7 @@ impl Symbolizer {
     /// malloc(…)`, `std::vector<Acc> accs(n)`) and the block's shape as an array of what it
     /// points to, when DWARF has exactly one such variable on that line: names the members
     /// of a heap block (`y[3]`, `accs[1].sum`), whose type the trace does not record.
-    pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<(String, TypeShape)> {
+    pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<HeapVariable> {
         let (Some((pos, frame)), _) = self.allocation_frames_at(block) else {
             return None;
         };
@@ -850,8 +850,18 @@ impl Symbolizer {
         let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
         let ctx = self.open(i)?.context()?;
         let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
-        let (name, element) = members::pointer_declared_at(unit, &file, line)?;
-        Some((name, TypeShape::heap_array_of(element, block.size)))
+        let (name, element, pointer) = members::pointer_declared_at(unit, &file, line)?;
+        // `new Node` pointed to by `node`: its members are `node->id`, not `node[0].id`.
+        let single = pointer && element.size == Some(block.size);
+        let shape = match single {
+            true => (*element).clone(),
+            false => TypeShape::heap_array_of(element, block.size),
+        };
+        Some(HeapVariable {
+            name,
+            shape,
+            single,
+        })
     }
 
     /// A name for a heap block that is stable across runs (addresses are not): where the

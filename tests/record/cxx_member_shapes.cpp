@@ -2,8 +2,12 @@
 // (tests/record_programs.rs): a union written through its struct view, an array whose
 // elements two threads take in turn, a ring whose consumer polls one member and now and then
 // writes another, a class with two base classes, and a heap array from new[] of a type with a
-// destructor (new[] stores the element count in front of the elements).
+// destructor (new[] stores the element count in front of the elements); bit-fields beside a
+// member, runs across parts of neighbouring elements, a load over bytes the thread then
+// writes, a class with a vtable, one object from new and an array held by a unique_ptr.
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <thread>
 
 union alignas(64) Pair {
@@ -43,22 +47,85 @@ struct Worker {
 
 alignas(64) long seen[2];
 
+struct alignas(64) Bits {
+    int x;
+    unsigned f1 : 3, f2 : 4;
+    long pad;
+    long y;
+};
+Bits bits;
+
+struct KV {
+    int key;
+    int val;
+};
+alignas(64) KV kv[8];
+
+struct alignas(64) Overlap {
+    long a;
+    int q[8];
+};
+Overlap overlap;
+
+struct alignas(64) Shape {
+    virtual ~Shape() {}
+    virtual long area() const { return w; }
+    long w = 1;
+    long h = 0;
+};
+Shape shape;
+Shape *volatile shape_ref = &shape;
+
+struct Node {
+    int id;
+    int pad;
+    long total;
+    char rest[112];
+};
+
+struct Stat {
+    long a;
+    long b;
+};
+
 int main()
 {
     Worker *workers = new Worker[8](); // WORKERS
-    auto work = [workers](int k) {
+    Node *node = new Node(); // NODE
+    std::unique_ptr<Stat[]> stats(new Stat[8]()); // STATS
+    auto work = [workers, node, &stats](int k) {
         long polled = 0;
         for (int i = 0; i < 100000; ++i) {
             if (k == 0) {
                 pair.parts.lo++;
                 ring.head++;
                 stage.produced++;
+                bits.x++;
+                bits.f2++;
+                kv[0].val++;
+                kv[1].key++;
+                overlap.a++;
+                shape.h++;
+                node->id++;
+                stats[0].a++;
             } else {
                 pair.parts.hi++;
                 polled += *(volatile long *)&ring.tail;
                 if (i % 1000 == 0)
                     ring.polls++;
                 stage.consumed++;
+                bits.y++;
+                kv[3].key++;
+                kv[3].val++;
+                kv[4].key++;
+                kv[4].val++;
+                kv[5].key++;
+                long v;
+                std::memcpy(&v, &overlap.q[3], sizeof v);
+                overlap.q[4] = int(v);
+                polled += shape_ref->area() - 1;
+                node->total++;
+                stats[0].b++;
             }
             cyclic[2 * (i % 4) + k]++;
             workers[2 * (i % 4) + k].done++;
@@ -74,5 +141,6 @@ int main()
         sum += cyclic[j] + workers[j].done;
     std::printf("%ld %ld\n", sum, seen[1]);
     delete[] workers;
+    delete node;
     return 0;
 }

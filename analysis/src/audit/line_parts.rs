@@ -11,6 +11,8 @@ use super::ObjectName;
 use crate::heap::HeapBlock;
 use crate::pluto::{BlockEstimate, ThreadBytes};
 use crate::stack::StackSlot;
+#[cfg(doc)]
+use crate::symbols::HeapVariable;
 use crate::symbols::{DataObject, Symbolizer, TypeShape};
 
 /// Bytes one thread used on a finding's busiest line, within one member of one object.
@@ -73,8 +75,9 @@ pub(super) fn line_parts(
     parts
 }
 
-/// A variable's name and its type's shape.
-type NamedShape = (String, Arc<TypeShape>);
+/// An object's name, its type's shape when known, and whether the name is a pointer to the
+/// one object (see [`HeapVariable`]).
+type NamedShape = (String, Option<Arc<TypeShape>>, bool);
 
 /// An object on the line: its name, where it starts, its size and its type's shape.
 struct Holder {
@@ -82,6 +85,23 @@ struct Holder {
     base: u64,
     size: Option<u64>,
     shape: Option<Arc<TypeShape>>,
+    /// `name` is a pointer to this one object: its members are `name->member`.
+    single: bool,
+}
+
+impl Holder {
+    /// The name of a part of the object, given its [`TypeShape::parts`] suffix: `accs[1].sum`,
+    /// `node->id`, `*node`.
+    fn part_name(&self, suffix: &str) -> String {
+        if !self.single {
+            return format!("{}{suffix}", self.name);
+        }
+        match suffix.strip_prefix('.') {
+            Some(member) => format!("{}->{member}", self.name),
+            None if suffix.is_empty() => format!("*{}", self.name),
+            None => format!("(*{}){suffix}", self.name),
+        }
+    }
 }
 
 /// Finds the object holding an address on the busiest line, as the finding's kind allows:
@@ -91,7 +111,8 @@ struct Holders<'a> {
     kind: &'static str,
     block: &'a BlockEstimate,
     symbols: &'a mut Symbolizer,
-    /// The heap blocks and the variables their allocating lines declare, looked up once.
+    /// The heap blocks and the variables their allocating lines declare (with their shapes),
+    /// looked up once; a neighbour no variable names has its allocation site's name.
     heap: Vec<(Arc<HeapBlock>, Option<NamedShape>)>,
 }
 
@@ -99,11 +120,20 @@ impl<'a> Holders<'a> {
     fn new(kind: &'static str, block: &'a BlockEstimate, symbols: &'a mut Symbolizer) -> Self {
         let mut heap = Vec::new();
         if kind == "heap" {
-            for h in block.heap.iter().chain(&block.heap_neighbours) {
+            if let Some(h) = &block.heap {
                 let variable = symbols
                     .heap_variable(h)
-                    .map(|(name, shape)| (name, Arc::new(shape)));
+                    .map(|v| (v.name, Some(Arc::new(v.shape)), v.single));
                 heap.push((Arc::clone(h), variable));
+            }
+            // A neighbour no variable names is named by where it was allocated: "reads 8
+            // bytes" alone would not say of what.
+            for h in &block.heap_neighbours {
+                let variable = match symbols.heap_variable(h) {
+                    Some(v) => (v.name, Some(Arc::new(v.shape)), v.single),
+                    None => (symbols.heap_block_name(h), None, false),
+                };
+                heap.push((Arc::clone(h), Some(variable)));
             }
         }
         Holders {
@@ -131,12 +161,14 @@ impl<'a> Holders<'a> {
                         base,
                         size: Some(size),
                         shape: Some(shape),
+                        single: false,
                     },
                     None => Holder {
                         name: name.to_string(),
                         base,
                         size: Some(size),
                         shape: None,
+                        single: false,
                     },
                 })
             }
@@ -152,6 +184,7 @@ impl<'a> Holders<'a> {
                     base: local.base,
                     size: local.size,
                     shape: local.shape,
+                    single: false,
                 })
             }
             "heap" => {
@@ -159,12 +192,13 @@ impl<'a> Holders<'a> {
                     .heap
                     .iter()
                     .find(|(h, _)| (h.base..h.base.saturating_add(h.size)).contains(&addr))?;
-                let (name, shape) = variable.clone()?;
+                let (name, shape, single) = variable.clone()?;
                 Some(Holder {
                     name,
                     base: h.base,
                     size: Some(h.size),
-                    shape: Some(shape),
+                    shape,
+                    single,
                 })
             }
             _ => None,
@@ -193,7 +227,7 @@ impl<'a> Holders<'a> {
             match &h.shape {
                 Some(shape) => {
                     for (suffix, s, e) in shape.parts(at - h.base, end - h.base) {
-                        out.push((Some(h.name.clone() + &suffix), h.base + s, h.base + e));
+                        out.push((Some(h.part_name(&suffix)), h.base + s, h.base + e));
                     }
                 }
                 None => out.push((Some(h.name.clone()), at, end)),
@@ -218,7 +252,8 @@ pub fn describe(parts: &[LinePart]) -> String {
                 (Some(m), Some(o)) => format!("{m} (bytes {})", range(o)),
                 (Some(m), None) => m.clone(),
                 (None, Some(o)) => format!("bytes {}", range(o)),
-                (None, None) => format!("{} bytes", p.bytes),
+                // Not the finding's object, and no known object's either.
+                (None, None) => format!("{} bytes of a neighbour", p.bytes),
             };
             let sep = if i == 0 { " " } else { ", " };
             if verb == Some(p.store) {
@@ -235,4 +270,43 @@ pub fn describe(parts: &[LinePart]) -> String {
         threads.push(text);
     }
     threads.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pointer_to_one_object_names_its_members_through_the_pointer() {
+        let holder = |single| Holder {
+            name: "node".into(),
+            base: 0,
+            size: Some(48),
+            shape: None,
+            single,
+        };
+        assert_eq!(holder(true).part_name(".vals[1].i"), "node->vals[1].i");
+        assert_eq!(holder(true).part_name(""), "*node");
+        assert_eq!(holder(true).part_name("[1]"), "(*node)[1]");
+        assert_eq!(holder(false).part_name("[0].id"), "node[0].id");
+    }
+
+    #[test]
+    fn parts_without_a_name_say_they_are_a_neighbours() {
+        let part = |member: Option<&str>, offset, store| LinePart {
+            thread: 1,
+            store,
+            member: member.map(str::to_owned),
+            offset,
+            bytes: 8,
+        };
+        let text = describe(&[
+            part(None, None, false),
+            part(Some("objs[0].b"), Some(16), true),
+        ]);
+        assert_eq!(
+            text,
+            "thread 1 reads 8 bytes of a neighbour, writes objs[0].b (bytes 16..23)"
+        );
+    }
 }

@@ -322,16 +322,20 @@ fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
             .map(|&(l, s)| l.saturating_add(s))
             .max()
             .unwrap_or(0);
-        let stored = |&(offset, len): &(u32, u32)| {
-            t.by_slot.iter().any(|(&(o, l), &(_, s))| {
-                s > 0
-                    && u64::from(o) < u64::from(offset) + u64::from(len)
-                    && u64::from(offset) < u64::from(o) + u64::from(l)
-            })
-        };
+        let span =
+            |&(offset, len): &(u32, u32)| (u64::from(offset), u64::from(offset) + u64::from(len));
+        // Every byte it stored to, however rarely: of a load that also covers some (an
+        // 8-byte load of a 4-byte member it then writes), only the rest is a read.
+        let stored = merge_spans(
+            t.by_slot
+                .iter()
+                .filter(|&(_, &(_, s))| s > 0)
+                .map(|(slot, _)| span(slot))
+                .collect(),
+        );
         let mut runs: Vec<ThreadBytes> = Vec::new();
         for store in [true, false] {
-            let first = runs.len();
+            let mut spans = Vec::new();
             for (slot, &(loads, stores)) in t.by_slot.iter() {
                 let (n, of) = if store {
                     (stores, top_store)
@@ -341,22 +345,23 @@ fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
                 if n == 0 || slot.1 == 0 || n.saturating_mul(RARE_SLOT) < of {
                     continue;
                 }
-                // Bytes it also stored to are its writes.
-                if !store && stored(slot) {
-                    continue;
-                }
-                let (lo, hi) = (u64::from(slot.0), u64::from(slot.0) + u64::from(slot.1));
-                // Slots come in (offset, size) order: a run grows while they touch it.
-                match runs[first..].last_mut() {
-                    Some(r) if lo <= r.end => r.end = r.end.max(hi),
-                    _ => runs.push(ThreadBytes {
-                        thread,
-                        start: lo,
-                        end: hi,
-                        store,
-                    }),
+                let (lo, hi) = span(slot);
+                if store {
+                    spans.push((lo, hi));
+                } else {
+                    spans.extend(subtract_spans((lo, hi), &stored));
                 }
             }
+            runs.extend(
+                merge_spans(spans)
+                    .into_iter()
+                    .map(|(start, end)| ThreadBytes {
+                        thread,
+                        start,
+                        end,
+                        store,
+                    }),
+            );
         }
         runs.sort_by_key(|r| (r.start, !r.store));
         out.extend(runs.into_iter().map(|r| ThreadBytes {
@@ -364,6 +369,38 @@ fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
             end: recorded.wrapping_add(r.end),
             ..r
         }));
+    }
+    out
+}
+
+/// Byte ranges `[start, end)` merged where they touch or overlap, in address order.
+fn merge_spans(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    spans.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (lo, hi) in spans {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// The bytes of `[lo, hi)` outside every one of `cut` (merged, in address order).
+fn subtract_spans((lo, hi): (u64, u64), cut: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = lo;
+    for &(c_lo, c_hi) in cut {
+        if c_hi <= at || c_lo >= hi {
+            continue;
+        }
+        if at < c_lo {
+            out.push((at, c_lo));
+        }
+        at = at.max(c_hi);
+    }
+    if at < hi {
+        out.push((at, hi));
     }
     out
 }
@@ -1291,6 +1328,58 @@ mod tests {
         // Section 4.2.2's first example: s0,1 s1,1 by thread 0, l2,1 l3,1 by thread 1 →
         // worst case 2·min(2, 2) − 1 = 3 events.
         assert_eq!(phi_pair(&counts(0, 2, &[]), &counts(2, 0, &[])), 3);
+    }
+
+    #[test]
+    fn a_load_over_bytes_the_thread_also_wrote_is_a_read_of_the_rest() {
+        // Thread 0 loads bytes 0..8 and stores 4..8 (`l = p.l; p.i[1] = …`); thread 1 loads
+        // 20..28 (a memcpy from q[3]), stores 24..28 and 32..40, and now and then 40..48.
+        let b = BlockCounts {
+            threads: [
+                (
+                    0,
+                    counts(100, 100, &[((0, 8), (100, 0)), ((4, 4), (0, 100))]),
+                ),
+                (
+                    1,
+                    counts(
+                        100,
+                        251,
+                        &[
+                            ((20, 8), (100, 0)),
+                            ((24, 4), (0, 100)),
+                            ((32, 8), (0, 150)),
+                            ((40, 8), (0, 1)),
+                        ],
+                    ),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            sites: VecMap::default(),
+        };
+        let runs: Vec<(ThreadId, u64, u64, bool)> = thread_bytes(&b, 0x1000)
+            .iter()
+            .map(|r| (r.thread, r.start - 0x1000, r.end - 0x1000, r.store))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (0, 0, 4, false),
+                (0, 4, 8, true),
+                (1, 20, 24, false),
+                (1, 24, 28, true),
+                (1, 32, 40, true),
+            ]
+        );
+        assert_eq!(
+            subtract_spans((0, 16), &[(2, 4), (6, 8)]),
+            [(0, 2), (4, 6), (8, 16)]
+        );
+        assert_eq!(
+            merge_spans(vec![(8, 12), (0, 4), (4, 6), (10, 16)]),
+            [(0, 6), (8, 16)]
+        );
     }
 
     #[test]

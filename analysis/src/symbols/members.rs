@@ -170,20 +170,44 @@ impl TypeShape {
                     return;
                 };
                 let (first, last) = (start / size, (end - 1) / size);
-                if first != last {
-                    out.push((format!("{prefix}[{first}..{last}]"), start, end));
+                // One element's bytes, named by its members.
+                let element_parts = |i: u64, lo: u64, hi: u64, out: &mut Vec<_>| {
+                    let at = i * size;
+                    let mut inner = Vec::new();
+                    element.parts_into(
+                        lo - at,
+                        hi - at,
+                        (format!("{prefix}[{i}]"), true),
+                        depth + 1,
+                        &mut inner,
+                    );
+                    out.extend(inner.into_iter().map(|(n, s, e)| (n, s + at, e + at)));
+                };
+                if first == last {
+                    element_parts(first, start, end, out);
                     return;
                 }
-                let at = first * size;
-                let mut inner = Vec::new();
-                element.parts_into(
-                    start - at,
-                    end - at,
-                    (format!("{prefix}[{first}]"), true),
-                    depth + 1,
-                    &mut inner,
-                );
-                out.extend(inner.into_iter().map(|(n, s, e)| (n, s + at, e + at)));
+                // Whole elements are a range; a part of one at either end is its members:
+                // `[0].val, [1..2], [3].key`, not `[0..3]`, which would claim all of both ends.
+                let mut whole = first..=last;
+                if !start.is_multiple_of(size) {
+                    element_parts(first, start, (first + 1) * size, out);
+                    whole = first + 1..=last;
+                }
+                let tail = !end.is_multiple_of(size);
+                if tail {
+                    whole = *whole.start()..=last - 1;
+                }
+                match (*whole.start(), *whole.end()) {
+                    (a, b) if a < b => {
+                        out.push((format!("{prefix}[{a}..{b}]"), a * size, (b + 1) * size))
+                    }
+                    (a, b) if a == b => element_parts(a, a * size, (a + 1) * size, out),
+                    _ => {}
+                }
+                if tail {
+                    element_parts(last, last * size, end, out);
+                }
             }
             ShapeKind::Record(members) => {
                 let span =
@@ -223,8 +247,15 @@ impl TypeShape {
                     out.push((prefix, start, end));
                     return;
                 }
+                // Bytes between the chosen members (padding, a member not read) are the
+                // enclosing object's: a run is named whole, never with a hole.
+                let mut covered = start;
                 for m in chosen {
                     let (lo, hi) = span(m);
+                    if covered < lo {
+                        out.push((prefix.clone(), covered, lo));
+                    }
+                    covered = covered.max(hi.min(end));
                     let name = match m.name.as_deref() {
                         // A base class or anonymous member; a std::array's one member.
                         None | Some("_M_elems" | "__elems_") => (prefix.clone(), false),
@@ -240,9 +271,25 @@ impl TypeShape {
                     );
                     out.extend(inner.into_iter().map(|(n, s, e)| (n, s + lo, e + lo)));
                 }
+                if covered < end {
+                    out.push((prefix, covered, end));
+                }
             }
         }
     }
+}
+
+/// The variable a heap block's allocating line declares to hold it, and the block's shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeapVariable {
+    /// The variable's name (`accs`, `node`).
+    pub name: String,
+    /// The block's shape: an array of what the variable points to, or that one object when
+    /// `single`.
+    pub shape: TypeShape,
+    /// The variable is a pointer to one object the size of the block (`Node *node = new
+    /// Node`): its members are `node->id`.
+    pub single: bool,
 }
 
 /// Link-time start address of each global or static variable → its name in the source and
@@ -285,15 +332,16 @@ pub(crate) fn global_shapes<R: gimli::Reader>(
 /// *y = aligned_alloc(…)` gives `y` and `double`, `std::vector<Acc> accs(n)` gives `accs` and
 /// `Acc` (the vector's element type). A heap block's type is not recorded; the line that
 /// allocated it usually declares the variable that names it. Files are compared by name, as
-/// the allocation's line and DWARF's declaration may spell the directory differently.
+/// the allocation's line and DWARF's declaration may spell the directory differently. The
+/// flag says the variable is a pointer (not a `std::vector`).
 pub(crate) fn pointer_declared_at<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     file: &str,
     line: u32,
-) -> Option<(String, Arc<TypeShape>)> {
+) -> Option<(String, Arc<TypeShape>, bool)> {
     let wanted = file_name(file);
     let mut reader = ShapeReader::default();
-    let mut found: Option<(String, gimli::UnitOffset<R::Offset>)> = None;
+    let mut found: Option<(String, gimli::UnitOffset<R::Offset>, bool)> = None;
     let mut entries = unit.entries();
     while let Ok(Some((_, entry))) = entries.next_dfs() {
         if entry.tag() != gimli::DW_TAG_variable {
@@ -325,19 +373,19 @@ pub(crate) fn pointer_declared_at<R: gimli::Reader>(
         else {
             continue;
         };
-        let Some(target) = pointee(unit, entry) else {
+        let Some((target, pointer)) = pointee(unit, entry) else {
             continue;
         };
         match &found {
             // The same variable seen again (an inlined copy's declaration): still one.
-            Some((n, t)) if *n == name && *t == target => {}
+            Some((n, t, _)) if *n == name && *t == target => {}
             Some(_) => return None,
-            None => found = Some((name, target)),
+            None => found = Some((name, target, pointer)),
         }
     }
-    let (name, target) = found?;
+    let (name, target, pointer) = found?;
     reader.nodes = 0;
-    Some((name, reader.shape(unit, target, 0)))
+    Some((name, reader.shape(unit, target, 0), pointer))
 }
 
 /// The last component of a path.
@@ -346,11 +394,13 @@ fn file_name(path: &str) -> &str {
 }
 
 /// The type a variable points to: the target of a pointer type (through typedefs and
-/// qualifiers), or the element type of a `std::vector` (its `_Tp` template parameter).
+/// qualifiers), the element type of a `std::vector` (its `_Tp` template parameter), what a
+/// `std::unique_ptr` holds (an array's element type); and whether the variable points to one
+/// object (a pointer or `unique_ptr<T>`) rather than holding elements.
 fn pointee<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     variable: &gimli::DebuggingInformationEntry<'_, '_, R>,
-) -> Option<gimli::UnitOffset<R::Offset>> {
+) -> Option<(gimli::UnitOffset<R::Offset>, bool)> {
     let type_of =
         |e: &gimli::DebuggingInformationEntry<'_, '_, R>| match e.attr_value(gimli::DW_AT_type) {
             Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
@@ -364,7 +414,7 @@ fn pointee<R: gimli::Reader>(
             | gimli::DW_TAG_const_type
             | gimli::DW_TAG_volatile_type
             | gimli::DW_TAG_restrict_type => at = type_of(&ty)?,
-            gimli::DW_TAG_pointer_type => return type_of(&ty),
+            gimli::DW_TAG_pointer_type => return type_of(&ty).map(|t| (t, true)),
             gimli::DW_TAG_class_type | gimli::DW_TAG_structure_type => {
                 let name = ty
                     .attr_value(gimli::DW_AT_name)
@@ -372,10 +422,19 @@ fn pointee<R: gimli::Reader>(
                     .flatten()
                     .and_then(|v| unit.attr_string(v).ok())
                     .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))?;
-                if !name.starts_with("vector<") {
+                if name.starts_with("vector<") {
+                    return template_type_parameter(unit, at, "_Tp").map(|t| (t, false));
+                }
+                if !name.starts_with("unique_ptr<") {
                     return None;
                 }
-                return template_type_parameter(unit, at, "_Tp");
+                // `unique_ptr<Stat[]>` holds an array of `Stat`, `unique_ptr<Node>` one `Node`.
+                let held = template_type_parameter(unit, at, "_Tp")?;
+                let entry = unit.entry(held).ok()?;
+                return match entry.tag() {
+                    gimli::DW_TAG_array_type => type_of(&entry).map(|t| (t, false)),
+                    _ => Some((held, true)),
+                };
             }
             _ => return None,
         }
@@ -478,7 +537,17 @@ impl<O: gimli::ReaderOffset> ShapeReader<O> {
             .attr_value(gimli::DW_AT_byte_size)
             .ok()
             .flatten()
-            .and_then(|v| v.udata_value());
+            .and_then(|v| v.udata_value())
+            // clang gives pointers no size (its `_vptr$Shape` is one): they are an address.
+            .or_else(|| {
+                matches!(
+                    entry.tag(),
+                    gimli::DW_TAG_pointer_type
+                        | gimli::DW_TAG_reference_type
+                        | gimli::DW_TAG_rvalue_reference_type
+                )
+                .then(|| u64::from(unit.encoding().address_size))
+            });
         let next = match entry.attr_value(gimli::DW_AT_type) {
             Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
             _ => None,
@@ -526,8 +595,8 @@ impl<O: gimli::ReaderOffset> ShapeReader<O> {
         }
     }
 
-    /// Data members and base classes of the record at `at` (static members have no offset
-    /// and are left out; so are bit-fields, which share bytes with their neighbours).
+    /// Data members and base classes of the record at `at`, in offset order (static members
+    /// have no offset and are left out; bit-fields are members over the bytes they occupy).
     fn members<R: gimli::Reader<Offset = O>>(
         &mut self,
         unit: gimli::UnitRef<'_, R>,
@@ -536,6 +605,7 @@ impl<O: gimli::ReaderOffset> ShapeReader<O> {
         depth: usize,
     ) -> Vec<Member> {
         let mut found = Vec::new();
+        let mut bit_fields = Vec::new();
         {
             let Ok(mut tree) = unit.entries_tree(Some(at)) else {
                 return Vec::new();
@@ -551,7 +621,16 @@ impl<O: gimli::ReaderOffset> ShapeReader<O> {
                     gimli::DW_TAG_inheritance => true,
                     _ => continue,
                 };
-                if e.attr_value(gimli::DW_AT_bit_size).ok().flatten().is_some() {
+                let udata = |name| {
+                    e.attr_value(name)
+                        .ok()
+                        .flatten()
+                        .and_then(|v: AttributeValue<R>| v.udata_value())
+                };
+                if let Some(bits) = udata(gimli::DW_AT_bit_size) {
+                    if let (Some(name), Some(at)) = (member_name(unit, e), bit_offset(e, tag)) {
+                        bit_fields.push((name, at, bits));
+                    }
                     continue;
                 }
                 let offset = match e.attr_value(gimli::DW_AT_data_member_location) {
@@ -565,27 +644,95 @@ impl<O: gimli::ReaderOffset> ShapeReader<O> {
                 else {
                     continue;
                 };
-                let name = if base {
-                    None
-                } else {
-                    e.attr_value(gimli::DW_AT_name)
-                        .ok()
-                        .flatten()
-                        .and_then(|v| unit.attr_string(v).ok())
-                        .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))
-                };
+                let name = if base { None } else { member_name(unit, e) };
                 found.push((name, offset, ty));
             }
         }
-        found
+        let mut members: Vec<Member> = found
             .into_iter()
             .map(|(name, offset, ty)| Member {
                 name,
                 offset,
                 shape: self.shape(unit, ty, depth + 1),
             })
-            .collect()
+            .collect();
+        members.extend(bit_field_members(bit_fields));
+        members.sort_by_key(|m| m.offset);
+        members
     }
+}
+
+/// A member's name, if it has one.
+fn member_name<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    e: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<String> {
+    e.attr_value(gimli::DW_AT_name)
+        .ok()
+        .flatten()
+        .and_then(|v| unit.attr_string(v).ok())
+        .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))
+}
+
+/// Where a bit-field starts, in bits from the start of its record (x86-64 is little-endian):
+/// DWARF 4+'s `DW_AT_data_bit_offset`, or DWARF 2/3's storage unit
+/// (`DW_AT_data_member_location`, `DW_AT_byte_size`) and `DW_AT_bit_offset`, counted from
+/// the unit's most significant bit.
+fn bit_offset<R: gimli::Reader>(
+    e: &gimli::DebuggingInformationEntry<'_, '_, R>,
+    record: gimli::DwTag,
+) -> Option<u64> {
+    let udata = |name| {
+        e.attr_value(name)
+            .ok()
+            .flatten()
+            .and_then(|v: AttributeValue<R>| v.udata_value())
+    };
+    if let Some(bits) = udata(gimli::DW_AT_data_bit_offset) {
+        return Some(bits);
+    }
+    let unit_at = match udata(gimli::DW_AT_data_member_location) {
+        Some(at) => at,
+        None if record == gimli::DW_TAG_union_type => 0,
+        None => return None,
+    };
+    let from_msb = udata(gimli::DW_AT_bit_offset).unwrap_or(0);
+    let unit_bits = udata(gimli::DW_AT_byte_size)?.checked_mul(8)?;
+    let from_lsb = unit_bits
+        .checked_sub(from_msb)?
+        .checked_sub(udata(gimli::DW_AT_bit_size)?)?;
+    unit_at.checked_mul(8)?.checked_add(from_lsb)
+}
+
+/// Bit-fields `(name, first bit, bits)` as members over the bytes they occupy; neighbours that
+/// share a byte are one member named by all of them (`{ready,kind}`): a byte written is as
+/// much one's as the other's.
+fn bit_field_members(fields: Vec<(String, u64, u64)>) -> Vec<Member> {
+    let mut groups: Vec<(Vec<String>, u64, u64)> = Vec::new();
+    for (name, at, bits) in fields {
+        let (lo, hi) = (at / 8, at.saturating_add(bits).div_ceil(8).max(at / 8 + 1));
+        match groups.last_mut() {
+            Some((names, _, end)) if lo < *end => {
+                names.push(name);
+                *end = (*end).max(hi);
+            }
+            _ => groups.push((vec![name], lo, hi)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(names, lo, hi)| Member {
+            name: Some(match names.as_slice() {
+                [one] => one.clone(),
+                many => format!("{{{}}}", many.join(",")),
+            }),
+            offset: lo,
+            shape: Arc::new(TypeShape {
+                size: Some(hi - lo),
+                kind: ShapeKind::Leaf,
+            }),
+        })
+        .collect()
 }
 
 /// Element counts of an array's subranges (0 when one does not say).
@@ -713,7 +860,11 @@ mod tests {
         let slot = record(64, &[(Some("data"), 0, array(2, array(4, leaf(8))))]);
         assert_eq!(path(&slot, 32, 64), ".data[1]");
         assert_eq!(path(&slot, 40, 48), ".data[1][1]");
-        assert_eq!(path(&slot, 24, 40), ".data[0..1]");
+        assert_eq!(
+            path(&slot, 24, 40),
+            ".data[0][3]@24..32, .data[1][0]@32..40"
+        );
+        assert_eq!(path(&slot, 0, 32), ".data[0]");
         // Padding and unknown sizes stop the path.
         let padded = record(64, &[(Some("n"), 0, leaf(8))]);
         assert_eq!(path(&padded, 8, 16), "");
@@ -790,5 +941,54 @@ mod tests {
         assert_eq!(path(&arr, 16, 24), "[2]");
         assert_eq!(path(&arr, 16, 40), "[2..4]");
         assert_eq!(path(&arr, 0, 64), "");
+    }
+
+    #[test]
+    fn runs_are_named_whole_with_partial_elements_by_their_members() {
+        // struct kv { int key, val; } g_kv[8]: a run from one element's middle into the next
+        // is their members, whole elements between them a range.
+        let kv = record(8, &[(Some("key"), 0, leaf(4)), (Some("val"), 4, leaf(4))]);
+        let g_kv = array(8, kv);
+        assert_eq!(path(&g_kv, 4, 12), "[0].val@4..8, [1].key@8..12");
+        assert_eq!(path(&g_kv, 24, 44), "[3..4]@24..40, [5].key@40..44");
+        assert_eq!(path(&g_kv, 20, 32), "[2].val@20..24, [3]@24..32");
+        // struct { char c; double d; }: padding written with the member after it is the
+        // element's, not dropped.
+        let padded = array(
+            4,
+            record(16, &[(Some("c"), 0, leaf(1)), (Some("d"), 8, leaf(8))]),
+        );
+        assert_eq!(path(&padded, 1, 16), "[0]@1..8, [0].d@8..16");
+        assert_eq!(path(&padded, 0, 12), "[0].c@0..1, [0]@1..8, [0].d@8..12");
+        // struct { int x; unsigned f1 : 3, f2 : 4; short y : 9; }: bit-fields sharing a byte
+        // are one member.
+        let bits = bit_field_members(vec![
+            ("f1".into(), 32, 3),
+            ("f2".into(), 35, 4),
+            ("y".into(), 48, 9),
+        ]);
+        let names: Vec<_> = bits
+            .iter()
+            .map(|m| (m.name.clone().unwrap_or_default(), m.offset, m.shape.size))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("{f1,f2}".to_owned(), 4, Some(1)),
+                ("y".to_owned(), 6, Some(2))
+            ]
+        );
+        let mut members = vec![Member {
+            name: Some("x".into()),
+            offset: 0,
+            shape: leaf(4),
+        }];
+        members.extend(bits);
+        let b2 = Arc::new(TypeShape {
+            size: Some(8),
+            kind: ShapeKind::Record(members),
+        });
+        assert_eq!(path(&b2, 0, 5), ".x@0..4, .{f1,f2}@4..5");
+        assert_eq!(path(&b2, 4, 8), ".{f1,f2}@4..5, @5..6, .y@6..8");
     }
 }
