@@ -1135,6 +1135,16 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
                 ],
                 "{what}"
             );
+            // A flexible array member takes the rest of the block: one struct, not an array.
+            assert_eq!(
+                parts_of(heap_at("HIST")),
+                [
+                    part(1, true, "hist->n", 0, 8),
+                    part(1, true, "hist->bins[0]", 8, 8),
+                    part(2, true, "hist->bins[1]", 16, 8)
+                ],
+                "{what}"
+            );
             // new Worker[8]: elements start 8 bytes into the block, after the count.
             let parts = parts_of(heap_at("WORKERS"));
             assert!(

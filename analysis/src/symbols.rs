@@ -851,11 +851,16 @@ impl Symbolizer {
         let ctx = self.open(i)?.context()?;
         let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
         let (name, element, pointer) = members::pointer_declared_at(unit, &file, line)?;
-        // `new Node` pointed to by `node`: its members are `node->id`, not `node[0].id`.
-        let single = pointer && element.size == Some(block.size);
-        let shape = match single {
-            true => (*element).clone(),
-            false => TypeShape::heap_array_of(element, block.size),
+        // `new Node` pointed to by `node`: its members are `node->id`, not `node[0].id`; so
+        // are those of a struct whose flexible array member takes the rest of the block.
+        let flexible = pointer
+            .then(|| element.with_flexible_tail(block.size))
+            .flatten();
+        let single = pointer && (element.size == Some(block.size) || flexible.is_some());
+        let shape = match (flexible, single) {
+            (Some(grown), _) => grown,
+            (None, true) => (*element).clone(),
+            (None, false) => TypeShape::heap_array_of(element, block.size),
         };
         Some(HeapVariable {
             name,

@@ -4,8 +4,10 @@
 // writes another, a class with two base classes, and a heap array from new[] of a type with a
 // destructor (new[] stores the element count in front of the elements); bit-fields beside a
 // member, runs across parts of neighbouring elements, a load over bytes the thread then
-// writes, a class with a vtable, one object from new and an array held by a unique_ptr.
+// writes, a class with a vtable, one object from new, an array held by a unique_ptr and a
+// struct whose flexible array member takes the rest of its block.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -88,12 +90,19 @@ struct Stat {
     long b;
 };
 
+struct Hist {
+    long n;
+    long bins[]; // a GNU extension in C++, as in C99
+};
+
 int main()
 {
     Worker *workers = new Worker[8](); // WORKERS
     Node *node = new Node(); // NODE
     std::unique_ptr<Stat[]> stats(new Stat[8]()); // STATS
-    auto work = [workers, node, &stats](int k) {
+    Hist *hist = static_cast<Hist *>(aligned_alloc(64, 64)); // HIST
+    std::memset(hist, 0, 64);
+    auto work = [workers, node, &stats, hist](int k) {
         long polled = 0;
         for (int i = 0; i < 100000; ++i) {
             if (k == 0) {
@@ -108,6 +117,8 @@ int main()
                 shape.h++;
                 node->id++;
                 stats[0].a++;
+                hist->n++;
+                hist->bins[0]++;
             } else {
                 pair.parts.hi++;
                 polled += *(volatile long *)&ring.tail;
@@ -126,6 +137,7 @@ int main()
                 polled += shape_ref->area() - 1;
                 node->total++;
                 stats[0].b++;
+                hist->bins[1]++;
             }
             cyclic[2 * (i % 4) + k]++;
             workers[2 * (i % 4) + k].done++;
@@ -142,5 +154,6 @@ int main()
     std::printf("%ld %ld\n", sum, seen[1]);
     delete[] workers;
     delete node;
+    std::free(hist);
     return 0;
 }

@@ -90,6 +90,35 @@ impl TypeShape {
         }
     }
 
+    /// This record with its flexible array member (`struct hist { long n; long bins[]; }`, the
+    /// last member, an array DWARF gives no count) grown to fill `bytes` bytes: a heap block
+    /// of one such struct, `bins` with as many elements as fit. `None` for any other type.
+    pub fn with_flexible_tail(&self, bytes: u64) -> Option<TypeShape> {
+        let ShapeKind::Record(members) = &self.kind else {
+            return None;
+        };
+        let last = members.iter().max_by_key(|m| m.offset)?;
+        let ShapeKind::Array { count: 0, element } = &last.shape.kind else {
+            return None;
+        };
+        if bytes < self.size? || bytes < last.offset || element.size.is_none_or(|s| s == 0) {
+            return None;
+        }
+        let tail = Member {
+            shape: Arc::new(TypeShape::array_of(
+                Arc::clone(element),
+                bytes - last.offset,
+            )),
+            ..last.clone()
+        };
+        let mut grown: Vec<Member> = members.iter().filter(|m| *m != last).cloned().collect();
+        grown.push(tail);
+        Some(TypeShape {
+            size: Some(bytes),
+            kind: ShapeKind::Record(grown),
+        })
+    }
+
     /// An array of `bytes` bytes of `element`s (a heap block of them).
     pub fn array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
         let count = element.size.filter(|&s| s > 0).map_or(0, |s| bytes / s);
@@ -990,5 +1019,27 @@ mod tests {
         });
         assert_eq!(path(&b2, 0, 5), ".x@0..4, .{f1,f2}@4..5");
         assert_eq!(path(&b2, 4, 8), ".{f1,f2}@4..5, @5..6, .y@6..8");
+    }
+
+    #[test]
+    fn a_flexible_array_member_takes_the_rest_of_the_block() {
+        // struct hist { long n; long bins[]; } in a 64-byte block: bins has 7 elements.
+        let hist = record(
+            8,
+            &[
+                (Some("n"), 0, leaf(8)),
+                (Some("bins"), 8, array(0, leaf(8))),
+            ],
+        );
+        let grown = hist
+            .with_flexible_tail(64)
+            .expect("a flexible array member");
+        assert_eq!(grown.size, Some(64));
+        assert_eq!(path(&grown, 0, 24), ".n@0..8, .bins[0..1]@8..24");
+        assert_eq!(path(&grown, 56, 64), ".bins[6]");
+        // Without one, or in a block smaller than the struct, nothing grows.
+        let pt = record(8, &[(Some("x"), 0, leaf(4)), (Some("y"), 4, leaf(4))]);
+        assert!(pt.with_flexible_tail(64).is_none());
+        assert!(hist.with_flexible_tail(4).is_none());
     }
 }
