@@ -1071,6 +1071,25 @@ fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays()
                 ],
                 "{what}"
             );
+            // Packed bit-fields: `w` (bits 28..39) shares byte 3 with `v` (bits 8..27); the
+            // write of `w` is a read-modify-write of some of bytes 1..4, as wide as the
+            // compiler makes it.
+            let packed = found("packed");
+            assert!(
+                packed.iter().any(|p| p.0 == 1 && p.2 == "packed[0].{v,w}")
+                    && packed
+                        .iter()
+                        .filter(|p| p.0 == 1)
+                        .all(|p| p.2 == "packed[0].{v,w}"
+                            && p.3 >= Some(1)
+                            && p.3.unwrap_or(0) + p.4 <= 5),
+                "{what}"
+            );
+            assert_eq!(
+                packed.iter().filter(|p| p.0 == 2).collect::<Vec<_>>(),
+                [&part(2, true, "packed[2].s", 19, 2)],
+                "{what}"
+            );
             // Parts of two neighbouring elements are their members; whole ones a range.
             assert_eq!(
                 found("kv"),

@@ -5,7 +5,8 @@
 // destructor (new[] stores the element count in front of the elements); bit-fields beside a
 // member, runs across parts of neighbouring elements, a load over bytes the thread then
 // writes, a class with a vtable, one object from new, an array held by a unique_ptr and a
-// struct whose flexible array member takes the rest of its block.
+// struct whose flexible array member takes the rest of its block, and packed bit-fields
+// that straddle their storage unit (clang describes them with a negative bit offset).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,13 @@ struct alignas(64) Bits {
     long y;
 };
 Bits bits;
+
+struct __attribute__((packed)) Packed {
+    char c;
+    unsigned v : 20, w : 12;
+    short s;
+};
+alignas(64) Packed packed[8];
 
 struct KV {
     int key;
@@ -119,6 +127,7 @@ int main()
                 stats[0].a++;
                 hist->n++;
                 hist->bins[0]++;
+                packed[0].w++;
             } else {
                 pair.parts.hi++;
                 polled += *(volatile long *)&ring.tail;
@@ -138,6 +147,7 @@ int main()
                 node->total++;
                 stats[0].b++;
                 hist->bins[1]++;
+                packed[2].s++;
             }
             cyclic[2 * (i % 4) + k]++;
             workers[2 * (i % 4) + k].done++;

@@ -725,12 +725,17 @@ fn bit_offset<R: gimli::Reader>(
         None if record == gimli::DW_TAG_union_type => 0,
         None => return None,
     };
-    let from_msb = udata(gimli::DW_AT_bit_offset).unwrap_or(0);
-    let unit_bits = udata(gimli::DW_AT_byte_size)?.checked_mul(8)?;
-    let from_lsb = unit_bits
-        .checked_sub(from_msb)?
-        .checked_sub(udata(gimli::DW_AT_bit_size)?)?;
-    unit_at.checked_mul(8)?.checked_add(from_lsb)
+    // Signed: clang gives a packed bit-field that reaches past its storage unit's end a
+    // negative one (-8 for `unsigned w : 12` at bits 28..39 of a 4-byte unit at byte 0),
+    // written as an unsigned LEB128 of its two's complement.
+    let from_msb = match e.attr_value(gimli::DW_AT_bit_offset).ok().flatten() {
+        Some(AttributeValue::Udata(v)) => i128::from(v as i64),
+        Some(v) => v.sdata_value().map_or(0, i128::from),
+        None => 0,
+    };
+    let unit_bits = i128::from(udata(gimli::DW_AT_byte_size)?) * 8;
+    let from_lsb = unit_bits - from_msb - i128::from(udata(gimli::DW_AT_bit_size)?);
+    u64::try_from(i128::from(unit_at) * 8 + from_lsb).ok()
 }
 
 /// Bit-fields `(name, first bit, bits)` as members over the bytes they occupy; neighbours that
