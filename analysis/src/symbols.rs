@@ -22,6 +22,7 @@
 //! (TLS symbols are per-thread offsets).
 
 mod alignment;
+mod callees;
 mod declarations;
 mod frames;
 mod lambdas;
@@ -44,6 +45,7 @@ use tracing::{debug, warn};
 
 use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::StackSlot;
+use callees::Allocator;
 use locals::{FrameRegister, LocalVar};
 pub use members::{HeapVariable, Member, ShapeKind, TypeShape};
 use module::{DebugSearch, LoadedModule};
@@ -169,6 +171,9 @@ impl CodeLocation {
         .chain(self.inlined_into.iter().cloned())
     }
 }
+
+/// A frame of the program's and the code position whose frames hold it.
+type FrameAt = (CodePos, InlinedCall);
 
 /// Whether `path` is a system or compiler header rather than the program's own source: under
 /// `/usr/include`, `/usr/lib` (gcc's and clang's own headers) or their `/usr/local` twins, or
@@ -657,10 +662,17 @@ impl Symbolizer {
     }
 
     /// The source name of the global or static object holding `addr` and the shape of its
-    /// type (DWARF), if known; parses the module's DWARF.
+    /// type (DWARF), if known; parses the module's DWARF. A struct whose flexible array
+    /// member is initialised statically (`struct hist h = {0, {1, 2, 3}}`) is the symbol's
+    /// size, with the array as long as the rest (DWARF gives the type's size only).
     pub fn global_shape(&mut self, addr: u64) -> Option<(String, Arc<TypeShape>)> {
         let (m, start) = self.global_at(addr)?;
-        m.shape(start)
+        let symbol_size = m.objects.find(start).map(|s| s.end - s.start);
+        let (name, shape) = m.shape(start)?;
+        let grown = symbol_size
+            .filter(|&size| shape.size.is_some_and(|s| s < size))
+            .and_then(|size| shape.with_flexible_tail(size));
+        Some((name, grown.map_or(shape, Arc::new)))
     }
 
     /// The module holding the global or static object at `addr`, and the object's
@@ -792,15 +804,12 @@ impl Symbolizer {
         block: &HeapBlock,
     ) -> (Option<InlinedCall>, Option<InlinedCall>) {
         let (first, caller) = self.allocation_frames_at(block);
-        (first.map(|(_, f)| f), caller)
+        (first.map(|(_, f)| f), caller.map(|(_, f)| f))
     }
 
-    /// [`allocation_frames`](Self::allocation_frames), with the code position whose frames
-    /// hold the first one.
-    fn allocation_frames_at(
-        &mut self,
-        block: &HeapBlock,
-    ) -> (Option<(CodePos, InlinedCall)>, Option<InlinedCall>) {
+    /// [`allocation_frames`](Self::allocation_frames), with the code positions whose frames
+    /// hold them.
+    fn allocation_frames_at(&mut self, block: &HeapBlock) -> (Option<FrameAt>, Option<FrameAt>) {
         let mut first = None;
         for pos in block.site.into_iter().chain(block.callers.iter()) {
             // Judged by the module alone: its debug information (the C library's, when
@@ -825,7 +834,7 @@ impl Symbolizer {
                 match (first.is_some(), program) {
                     (false, true) => first = Some((pos, frame)),
                     (false, false) => {}
-                    (true, true) => return (first, Some(frame)),
+                    (true, true) => return (first, Some((pos, frame))),
                     (true, false) => return (first, None),
                 }
             }
@@ -840,33 +849,115 @@ impl Symbolizer {
     /// The variable the program's allocating line declares to hold `block` (`double *y =
     /// malloc(…)`, `std::vector<Acc> accs(n)`) and the block's shape as an array of what it
     /// points to, when DWARF has exactly one such variable on that line: names the members
-    /// of a heap block (`y[3]`, `accs[1].sum`), whose type the trace does not record.
+    /// of a heap block (`y[3]`, `accs[1].sum`), whose type the trace does not record. The
+    /// allocator called there (`callees.rs`) says the layout: `new` one object (`node->id`;
+    /// bytes past the pointer's type are a derived class's, named as the object), `new[]` an
+    /// array maybe after its count, a C allocator an array and never a count. A block the
+    /// declared vector's elements allocated on that line (a row of `std::vector<std::vector<
+    /// long>>`, a `std::vector<bool>`'s words) is not named after it.
     pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<HeapVariable> {
-        let (Some((pos, frame)), _) = self.allocation_frames_at(block) else {
+        let (Some((pos, frame)), caller) = self.allocation_frames_at(block) else {
             return None;
         };
-        let (file, line) = (frame.file?, frame.line?);
+        if callees::holds_vector_elements(&self.allocation_library_functions(block)) == Some(false)
+        {
+            return None;
+        }
         let i = self.code_module(pos.addr())?;
         let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
-        let ctx = self.open(i)?.context()?;
-        let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
-        let (name, element, pointer) = members::pointer_declared_at(unit, &file, line)?;
+        let allocator = self
+            .open(i)?
+            .call_sites
+            .callee_at(probe)
+            .and_then(|name| Allocator::named(&name));
+        // An allocating wrapper's own line (`void *p = malloc(n)` in `xmalloc`) holds raw
+        // bytes: its caller's (`long *sums = xmalloc(…)`) says what they are.
+        let (name, element, pointer) = match caller {
+            Some(outer) if self.declares_byte_pointer(pos, &frame) == Some(true) => {
+                self.pointer_declared_by(outer.0, &outer.1)?
+            }
+            _ => self.pointer_declared_by(pos, &frame)?,
+        };
         // `new Node` pointed to by `node`: its members are `node->id`, not `node[0].id`; so
         // are those of a struct whose flexible array member takes the rest of the block.
         let flexible = pointer
             .then(|| element.with_flexible_tail(block.size))
             .flatten();
-        let single = pointer && (element.size == Some(block.size) || flexible.is_some());
-        let shape = match (flexible, single) {
-            (Some(grown), _) => grown,
-            (None, true) => (*element).clone(),
-            (None, false) => TypeShape::heap_array_of(element, block.size),
+        let single = pointer
+            && (element.size == Some(block.size)
+                || flexible.is_some()
+                || allocator == Some(Allocator::New));
+        let shape = match (flexible, single, allocator) {
+            (Some(grown), _, _) => grown,
+            (None, true, _) => TypeShape::object_in(element, block.size),
+            // Only `new[]` stores a count in front of the elements; when the call is not
+            // known, the size decides (see `heap_array_of`).
+            (None, false, Some(Allocator::New | Allocator::C)) => {
+                TypeShape::array_of(element, block.size)
+            }
+            (None, false, _) => TypeShape::heap_array_of(element, block.size),
         };
         Some(HeapVariable {
             name,
             shape,
             single,
         })
+    }
+
+    /// The heap pointer the line of `frame` declares (see `members::pointer_declared_at`),
+    /// looked up in the unit holding code position `pos`, whose frames hold `frame`.
+    fn pointer_declared_by(
+        &mut self,
+        pos: CodePos,
+        frame: &InlinedCall,
+    ) -> Option<(String, Arc<TypeShape>, bool)> {
+        let (file, line) = (frame.file.as_deref()?, frame.line?);
+        self.with_unit_at(pos, |unit| members::pointer_declared_at(unit, file, line))?
+    }
+
+    /// Whether the line of `frame` (at code position `pos`) declares a pointer to raw bytes.
+    fn declares_byte_pointer(&mut self, pos: CodePos, frame: &InlinedCall) -> Option<bool> {
+        let (file, line) = (frame.file.as_deref()?, frame.line?);
+        self.with_unit_at(pos, |unit| {
+            members::byte_pointer_declared_at(unit, file, line)
+        })
+    }
+
+    /// `read` of the DWARF unit that holds code position `pos`.
+    fn with_unit_at<T>(
+        &mut self,
+        pos: CodePos,
+        read: impl FnOnce(addr2line::gimli::UnitRef<'_, module::Reader>) -> T,
+    ) -> Option<T> {
+        let i = self.code_module(pos.addr())?;
+        let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
+        let ctx = self.open(i)?.context()?;
+        let unit = ctx.find_dwarf_and_unit(probe).skip_all_loads()?;
+        Some(read(unit))
+    }
+
+    /// The functions of library code (demangled, innermost first) the allocation of `block`
+    /// ran through before the first frame of the program's (see
+    /// [`allocation_frames`](Self::allocation_frames)): `std::__new_allocator<long>::allocate`
+    /// … `std::vector<long>::vector`. Empty when no frame is the program's.
+    fn allocation_library_functions(&mut self, block: &HeapBlock) -> Vec<String> {
+        let mut functions = Vec::new();
+        for pos in block.site.into_iter().chain(block.callers.iter()) {
+            let system = self
+                .code_module(pos.addr())
+                .is_some_and(|i| is_system_module(&self.entries[i].path));
+            if system {
+                continue;
+            }
+            let loc = self.code_pos(pos);
+            for frame in loc.iter().flat_map(|loc| loc.frames()) {
+                if frame.is_program_source() {
+                    return functions;
+                }
+                functions.extend(frame.function);
+            }
+        }
+        Vec::new()
     }
 
     /// A name for a heap block that is stable across runs (addresses are not): where the

@@ -23,6 +23,7 @@ use gimli::{BaseAddresses, EhFrame, UnwindContext, UnwindSection};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
 use object::{Object, ObjectSection, SectionKind};
 
+use super::callees::callee;
 use super::module::read_regular_file;
 
 /// A `sub $N,%rsp` of at most this many bytes in a call sequence pads the stack arguments to
@@ -46,6 +47,27 @@ impl CallSites {
     /// recorded frame gives it, the return address minus one, inside the call instruction).
     /// `None` when the file changed or cannot be read, or the code there is not a call.
     pub fn pushed_at(&self, site: u64) -> Option<u64> {
+        self.with_call(site, |_, code, start, body, ret| {
+            pushed_before(code, start, body, ret)
+        })
+    }
+
+    /// The function the call at code position `site` (link-time, as
+    /// [`pushed_at`](Self::pushed_at) takes it) calls, when its target has a name (see
+    /// `callees.rs`).
+    pub fn callee_at(&self, site: u64) -> Option<String> {
+        self.with_call(site, |file, code, start, _, ret| {
+            callee(file, code, start, ret)
+        })
+    }
+
+    /// `read` of the module's file, the code of the function holding `site` up to the return
+    /// address `site + 1`, the function's start and body start, and that return address.
+    fn with_call<T>(
+        &self,
+        site: u64,
+        read: impl FnOnce(&object::File<'_>, &[u8], u64, u64, u64) -> Option<T>,
+    ) -> Option<T> {
         let bytes = read_regular_file(&self.path).ok()?;
         let file = object::File::parse(&*bytes).ok()?;
         let now = file.build_id().ok().flatten().unwrap_or_default();
@@ -62,7 +84,7 @@ impl CallSites {
         let data = section.data().ok()?;
         let from = usize::try_from(start - section.address()).ok()?;
         let to = usize::try_from(ret - section.address()).ok()?;
-        pushed_before(data.get(from..to)?, start, body, ret)
+        read(&file, data.get(from..to)?, start, body, ret)
     }
 }
 

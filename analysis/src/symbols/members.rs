@@ -119,6 +119,24 @@ impl TypeShape {
         })
     }
 
+    /// One object of type `object` in a heap block of `bytes` bytes: the object itself when
+    /// the sizes agree, else a block that starts with it and whose further bytes no member
+    /// names (`Base *b = new Derived`: the derived class's members, whose type the pointer
+    /// does not tell).
+    pub fn object_in(object: Arc<TypeShape>, bytes: u64) -> TypeShape {
+        if object.size.is_none_or(|s| s >= bytes) {
+            return (*object).clone();
+        }
+        TypeShape {
+            size: Some(bytes),
+            kind: ShapeKind::Record(vec![Member {
+                name: None,
+                offset: 0,
+                shape: object,
+            }]),
+        }
+    }
+
     /// An array of `bytes` bytes of `element`s (a heap block of them).
     pub fn array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
         let count = element.size.filter(|&s| s > 0).map_or(0, |s| bytes / s);
@@ -368,9 +386,49 @@ pub(crate) fn pointer_declared_at<R: gimli::Reader>(
     file: &str,
     line: u32,
 ) -> Option<(String, Arc<TypeShape>, bool)> {
-    let wanted = file_name(file);
     let mut reader = ShapeReader::default();
     let mut found: Option<(String, gimli::UnitOffset<R::Offset>, bool)> = None;
+    let mut several = false;
+    for_each_variable_declared_at(unit, file, line, |name, entry| {
+        let Some((target, pointer)) = pointee(unit, entry) else {
+            return;
+        };
+        match &found {
+            // The same variable seen again (an inlined copy's declaration): still one.
+            Some((n, t, _)) if *n == name && *t == target => {}
+            Some(_) => several = true,
+            None => found = Some((name, target, pointer)),
+        }
+    });
+    let (name, target, pointer) = found.filter(|_| !several)?;
+    reader.nodes = 0;
+    Some((name, reader.shape(unit, target, 0), pointer))
+}
+
+/// Whether a variable declared at `file:line` of `unit` is a pointer to raw bytes (`void *`,
+/// `char *`): the line of an allocating wrapper (`void *p = malloc(n)` in `xmalloc`), whose
+/// caller's line says what the block holds.
+pub(crate) fn byte_pointer_declared_at<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    file: &str,
+    line: u32,
+) -> bool {
+    let mut found = false;
+    for_each_variable_declared_at(unit, file, line, |_, entry| {
+        found |= points_to_bytes(unit, entry);
+    });
+    found
+}
+
+/// Calls `f` with the name and entry of each named variable of `unit` declared at
+/// `file:line`.
+fn for_each_variable_declared_at<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    file: &str,
+    line: u32,
+    mut f: impl FnMut(String, &gimli::DebuggingInformationEntry<'_, '_, R>),
+) {
+    let wanted = file_name(file);
     let mut entries = unit.entries();
     while let Ok(Some((_, entry))) = entries.next_dfs() {
         if entry.tag() != gimli::DW_TAG_variable {
@@ -402,19 +460,52 @@ pub(crate) fn pointer_declared_at<R: gimli::Reader>(
         else {
             continue;
         };
-        let Some((target, pointer)) = pointee(unit, entry) else {
-            continue;
+        f(name, entry);
+    }
+}
+
+/// Whether `variable` is a pointer to `void` or to a 1-byte scalar (through typedefs and
+/// qualifiers on either side).
+fn points_to_bytes<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    variable: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> bool {
+    let type_of =
+        |e: &gimli::DebuggingInformationEntry<'_, '_, R>| match e.attr_value(gimli::DW_AT_type) {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
         };
-        match &found {
-            // The same variable seen again (an inlined copy's declaration): still one.
-            Some((n, t, _)) if *n == name && *t == target => {}
-            Some(_) => return None,
-            None => found = Some((name, target, pointer)),
+    let mut at = type_of(variable);
+    let mut behind_pointer = false;
+    for _ in 0..MAX_DEPTH {
+        // No type behind the pointer: `void`.
+        let Some(offset) = at else {
+            return behind_pointer;
+        };
+        let Ok(ty) = unit.entry(offset) else {
+            return false;
+        };
+        match ty.tag() {
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type => at = type_of(&ty),
+            gimli::DW_TAG_pointer_type if !behind_pointer => {
+                behind_pointer = true;
+                at = type_of(&ty);
+            }
+            gimli::DW_TAG_unspecified_type => return behind_pointer,
+            gimli::DW_TAG_base_type => {
+                return behind_pointer
+                    && matches!(
+                        ty.attr_value(gimli::DW_AT_byte_size),
+                        Ok(Some(v)) if v.udata_value() == Some(1)
+                    );
+            }
+            _ => return false,
         }
     }
-    let (name, target, pointer) = found?;
-    reader.nodes = 0;
-    Some((name, reader.shape(unit, target, 0), pointer))
+    false
 }
 
 /// The last component of a path.
@@ -452,7 +543,17 @@ fn pointee<R: gimli::Reader>(
                     .and_then(|v| unit.attr_string(v).ok())
                     .and_then(|s| s.to_string_lossy().ok().map(|s| s.into_owned()))?;
                 if name.starts_with("vector<") {
-                    return template_type_parameter(unit, at, "_Tp").map(|t| (t, false));
+                    // `std::vector<bool>` packs its elements into words: its bytes are no
+                    // `bool`s.
+                    let element = template_type_parameter(unit, at, "_Tp")?;
+                    let bits = unit.entry(element).ok().is_some_and(|e| {
+                        e.tag() == gimli::DW_TAG_base_type
+                            && matches!(
+                                e.attr_value(gimli::DW_AT_encoding),
+                                Ok(Some(AttributeValue::Encoding(gimli::DW_ATE_boolean)))
+                            )
+                    });
+                    return (!bits).then_some((element, false));
                 }
                 if !name.starts_with("unique_ptr<") {
                     return None;

@@ -26,7 +26,7 @@ use super::statics::{function_statics, FunctionStatic};
 use super::{hex, SymbolError};
 
 /// The gimli reader: sections copied into shared buffers, so the context owns its data.
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+pub(crate) type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 /// An addr2line context over [`Reader`].
 pub(crate) type Context = addr2line::Context<Reader>;
 

@@ -1,0 +1,85 @@
+// C objects whose members a false-sharing finding names (tests/record_programs.rs): a struct
+// whose flexible array member is initialised statically (the symbol is larger than the type
+// DWARF gives), a flag one thread polls all the time and resets now and then (it reads the
+// flag, however rarely it also writes it), and heap arrays from allocating wrappers whose own
+// variables are raw bytes (`void *`, `char *`): their callers' variables name the elements.
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hist {
+    long n;
+    long bins[];
+};
+__attribute__((aligned(64))) struct hist hist = { 0, { 0, 0, 0, 0, 0, 0, 0 } };
+
+struct queue {
+    long head;
+    long flag;
+    long count;
+} __attribute__((aligned(64)));
+struct queue queue;
+
+struct pair {
+    long a, b;
+};
+struct pair *pairs;
+long *counts;
+
+__attribute__((noinline)) static void *xmalloc(size_t n)
+{
+    void *p = aligned_alloc(64, n); /* XMALLOC */
+    if (!p)
+        abort();
+    return p;
+}
+
+__attribute__((noinline)) static char *arena_get(size_t n)
+{
+    char *raw = aligned_alloc(64, n); /* ARENA */
+    memset(raw, 0, n);
+    return raw;
+}
+
+static void *work(void *arg)
+{
+    long k = (long)arg, seen = 0;
+    for (int i = 0; i < 100000; ++i) {
+        if (k == 0) {
+            hist.n++;
+            queue.head++;
+            pairs[0].b++;
+            counts[1]++;
+        } else {
+            hist.bins[3]++;
+            seen += *(volatile long *)&queue.flag;
+            queue.count++;
+            pairs[1].a++;
+            counts[2]++;
+            if (i % 1000 == 0)
+                queue.flag = 0;
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    return (void *)seen;
+}
+
+int main(void)
+{
+    struct pair *p = xmalloc(4 * sizeof *p); /* PAIRS */
+    memset(p, 0, 4 * sizeof *p);
+    long *c = (long *)arena_get(8 * sizeof *c); /* COUNTS */
+    pairs = p;
+    counts = c;
+    pthread_t t[2];
+    for (long k = 0; k < 2; ++k)
+        pthread_create(&t[k], 0, work, (void *)k);
+    for (int k = 0; k < 2; ++k)
+        pthread_join(t[k], 0);
+    printf("%ld %ld %ld\n", hist.n + hist.bins[3], queue.head + queue.count,
+           pairs[0].b + pairs[1].a + counts[1] + counts[2]);
+    free(p);
+    free(c);
+    return 0;
+}
