@@ -1198,7 +1198,7 @@ fn heap_blocks_are_laid_out_by_the_allocator_their_line_called() {
             let flags = [opt, "-g", "-pthread"];
             let prog = build(dir.path(), &name, &cxx_of(compiler), &src, &flags);
             let trace = dir.path().join(format!("{name}.cstrace"));
-            assert_eq!(record(&trace, &prog, &[], 1), "800000 0\n", "{name}");
+            assert_eq!(record(&trace, &prog, &[], 1), "1200000 0\n", "{name}");
             let (code, json, _) = audit_json(&trace);
             let what = format!("{name}: {:#}", json["findings"]);
             assert_eq!(code, 1, "{what}");
@@ -1236,6 +1236,25 @@ fn heap_blocks_are_laid_out_by_the_allocator_their_line_called() {
                 ],
                 "{what}"
             );
+            // new Slot[7] of an 8-byte type with a destructor: 64 bytes, a whole number of
+            // elements, but the first 8 are the count.
+            assert_eq!(
+                parts_at("SLOTS"),
+                [
+                    part(1, true, "slots[2]", 24, 8),
+                    part(2, true, "slots[3]", 32, 8)
+                ],
+                "{what}"
+            );
+            // new Both held by a `Second *`: Both keeps its Second 64 bytes in.
+            assert_eq!(
+                parts_at("BOTH"),
+                [
+                    part(1, true, "second->s2", 72, 8),
+                    part(2, true, "*second", 80, 8)
+                ],
+                "{what}"
+            );
             // A vector<bool>'s words are no bools, and the rows are allocated on the line
             // that declares `rows` but hold longs, not rows: neither is named through its
             // variable, only by byte offsets. (At -O0 the twelve callers recorded may end
@@ -1261,7 +1280,7 @@ fn heap_blocks_are_laid_out_by_the_allocator_their_line_called() {
 }
 
 #[test]
-fn findings_name_a_static_flexible_array_a_polled_flag_and_arrays_from_wrappers() {
+fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("c_member_shapes.c");
     for compiler in compilers() {
@@ -1272,7 +1291,7 @@ fn findings_name_a_static_flexible_array_a_polled_flag_and_arrays_from_wrappers(
             let trace = dir.path().join(format!("{name}.cstrace"));
             assert_eq!(
                 record(&trace, &prog, &[], 1),
-                "200000 200000 400000\n",
+                "200000 200000 600000 199808\n",
                 "{name}"
             );
             let (code, json, _) = audit_json(&trace);
@@ -1305,9 +1324,7 @@ fn findings_name_a_static_flexible_array_a_polled_flag_and_arrays_from_wrappers(
                 ],
                 "{what}"
             );
-            // Blocks from wrappers whose variables are `void *` and `char *`: the callers'
-            // `struct pair *p` and `long *c` name them.
-            let from_wrapper = |marker: &str| {
+            let from = |marker: &str| {
                 let line = u64::from(line_of(&src, marker));
                 findings
                     .iter()
@@ -1318,19 +1335,23 @@ fn findings_name_a_static_flexible_array_a_polled_flag_and_arrays_from_wrappers(
                     .map(parts_of)
                     .unwrap_or_else(|| panic!("no heap finding from {marker}: {what}"))
             };
+            // The struct hack: one message whose `data` takes the rest of the block.
             assert_eq!(
-                from_wrapper("XMALLOC"),
+                from("MESSAGE"),
                 [
-                    part(1, true, "p[0].b", 8, 8),
-                    part(2, true, "p[1].a", 16, 8)
+                    part(1, true, "m->data[20]", 28, 1),
+                    part(2, true, "m->data[28]", 36, 1)
                 ],
                 "{what}"
             );
-            assert_eq!(
-                from_wrapper("ARENA"),
-                [part(1, true, "c[1]", 8, 8), part(2, true, "c[2]", 16, 8)],
-                "{what}"
-            );
+            // Byte offsets, as no variable names these blocks from their start: wrappers'
+            // `void *` and `char *` (which they may hand out past a header), a header type
+            // other than the caller's, and `v->data` allocated on the line declaring `v`.
+            let bytes = |a: u64, b: u64| vec![part(1, true, "", a, 8), part(2, true, "", b, 8)];
+            assert_eq!(from("XMALLOC"), bytes(8, 16), "{what}");
+            assert_eq!(from("ARENA"), bytes(8, 16), "{what}");
+            assert_eq!(from("HEADER"), bytes(24, 32), "{what}");
+            assert_eq!(from("VECTOR"), bytes(8, 16), "{what}");
         }
     }
 }

@@ -848,13 +848,18 @@ impl Symbolizer {
 
     /// The variable the program's allocating line declares to hold `block` (`double *y =
     /// malloc(…)`, `std::vector<Acc> accs(n)`) and the block's shape as an array of what it
-    /// points to, when DWARF has exactly one such variable on that line: names the members
-    /// of a heap block (`y[3]`, `accs[1].sum`), whose type the trace does not record. The
-    /// allocator called there (`callees.rs`) says the layout: `new` one object (`node->id`;
-    /// bytes past the pointer's type are a derived class's, named as the object), `new[]` an
-    /// array maybe after its count, a C allocator an array and never a count. A block the
-    /// declared vector's elements allocated on that line (a row of `std::vector<std::vector<
-    /// long>>`, a `std::vector<bool>`'s words) is not named after it.
+    /// points to, when DWARF has exactly one such variable on that line and the statement
+    /// that allocates declares it: names the members of a heap block (`y[3]`, `accs[1].sum`),
+    /// whose type the trace does not record. The allocator called there (`callees.rs`) says
+    /// the layout: `new` one object (`node->id`; a larger block is a derived class's, whose
+    /// other bytes are named as the object, and which keeps the pointer's class where the
+    /// unit's classes of that size derived from it do — no name when they disagree), `new[]`
+    /// an array maybe after its count, a C allocator an array and never a count. Not named:
+    /// a block the declared vector's elements allocated on that line (a row of
+    /// `std::vector<std::vector<long>>`, a `std::vector<bool>`'s words), and one an
+    /// allocating function of the program's (with a caller of the program's) holds in a
+    /// `void *` or `char *`, or in a pointer to another type than its caller's variable: it
+    /// may hand the block out past a header.
     pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<HeapVariable> {
         let (Some((pos, frame)), caller) = self.allocation_frames_at(block) else {
             return None;
@@ -870,56 +875,74 @@ impl Symbolizer {
             .call_sites
             .callee_at(probe)
             .and_then(|name| Allocator::named(&name));
-        // An allocating wrapper's own line (`void *p = malloc(n)` in `xmalloc`) holds raw
-        // bytes: its caller's (`long *sums = xmalloc(…)`) says what they are.
-        let (name, element, pointer) = match caller {
-            Some(outer) if self.declares_byte_pointer(pos, &frame) == Some(true) => {
-                self.pointer_declared_by(outer.0, &outer.1)?
+        let (file, line) = (frame.file.as_deref()?, frame.line?);
+        if caller.is_some()
+            && self.with_unit_at(pos, |unit| {
+                members::byte_pointer_declared_at(unit, file, line)
+            }) == Some(true)
+        {
+            return None;
+        }
+        let declared = self.with_unit_at(pos, |unit| {
+            members::pointer_declared_at(unit, file, line, block.size)
+        })??;
+        // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function
+        // whose caller declares `struct pair *y = talloc(…)`: a header and what follows it,
+        // not an array of headers.
+        if let Some((outer_pos, outer)) = &caller {
+            let (outer_file, outer_line) = (outer.file.as_deref(), outer.line);
+            if let (Some(outer_file), Some(outer_line)) = (outer_file, outer_line) {
+                let theirs = self
+                    .with_unit_at(*outer_pos, |unit| {
+                        members::pointer_declared_at(unit, outer_file, outer_line, block.size)
+                    })
+                    .flatten();
+                if theirs.is_some_and(|t| t.shape != declared.shape) {
+                    return None;
+                }
             }
-            _ => self.pointer_declared_by(pos, &frame)?,
-        };
+        }
+        // `struct vec *v = malloc(…); v->data = calloc(…);`: the second block is not `v`.
+        if let Some(column) = frame.column {
+            let declares = self
+                .sources
+                .raw_line(file, line)
+                .is_none_or(|text| source::statement_declares(text, column, &declared.name));
+            if !declares {
+                return None;
+            }
+        }
+        let element = declared.shape;
         // `new Node` pointed to by `node`: its members are `node->id`, not `node[0].id`; so
         // are those of a struct whose flexible array member takes the rest of the block.
-        let flexible = pointer
+        let flexible = declared
+            .pointer
             .then(|| element.with_flexible_tail(block.size))
             .flatten();
-        let single = pointer
+        let single = declared.pointer
             && (element.size == Some(block.size)
                 || flexible.is_some()
                 || allocator == Some(Allocator::New));
         let shape = match (flexible, single, allocator) {
             (Some(grown), _, _) => grown,
-            (None, true, _) => TypeShape::object_in(element, block.size),
+            (None, true, _) if element.size.is_some_and(|s| s < block.size) => {
+                TypeShape::object_in(element, declared.within_derived?, block.size)
+            }
+            (None, true, _) => TypeShape::object_in(element, 0, block.size),
             // Only `new[]` stores a count in front of the elements; when the call is not
             // known, the size decides (see `heap_array_of`).
             (None, false, Some(Allocator::New | Allocator::C)) => {
                 TypeShape::array_of(element, block.size)
             }
-            (None, false, _) => TypeShape::heap_array_of(element, block.size),
+            (None, false, Some(Allocator::ArrayNew)) => {
+                TypeShape::heap_array_of(element, block.size, declared.destructor)
+            }
+            (None, false, None) => TypeShape::heap_array_of(element, block.size, false),
         };
         Some(HeapVariable {
-            name,
+            name: declared.name,
             shape,
             single,
-        })
-    }
-
-    /// The heap pointer the line of `frame` declares (see `members::pointer_declared_at`),
-    /// looked up in the unit holding code position `pos`, whose frames hold `frame`.
-    fn pointer_declared_by(
-        &mut self,
-        pos: CodePos,
-        frame: &InlinedCall,
-    ) -> Option<(String, Arc<TypeShape>, bool)> {
-        let (file, line) = (frame.file.as_deref()?, frame.line?);
-        self.with_unit_at(pos, |unit| members::pointer_declared_at(unit, file, line))?
-    }
-
-    /// Whether the line of `frame` (at code position `pos`) declares a pointer to raw bytes.
-    fn declares_byte_pointer(&mut self, pos: CodePos, frame: &InlinedCall) -> Option<bool> {
-        let (file, line) = (frame.file.as_deref()?, frame.line?);
-        self.with_unit_at(pos, |unit| {
-            members::byte_pointer_declared_at(unit, file, line)
         })
     }
 

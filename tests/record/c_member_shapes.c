@@ -1,8 +1,11 @@
 // C objects whose members a false-sharing finding names (tests/record_programs.rs): a struct
 // whose flexible array member is initialised statically (the symbol is larger than the type
 // DWARF gives), a flag one thread polls all the time and resets now and then (it reads the
-// flag, however rarely it also writes it), and heap arrays from allocating wrappers whose own
-// variables are raw bytes (`void *`, `char *`): their callers' variables name the elements.
+// flag, however rarely it also writes it), a message in the "struct hack" form (`char
+// data[1]` last, the block larger), and heap blocks no variable names correctly, which must
+// stay byte offsets: from allocating wrappers whose own variables are raw bytes (`void *`,
+// `char *`) or a header they hand out the block past, and the second allocation of a line
+// that declares the first's variable.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,25 @@ struct pair {
 struct pair *pairs;
 long *counts;
 
+struct hdr {
+    long refcnt;
+    long size;
+};
+struct pair *payload;
+
+struct msg {
+    int tag;
+    int len;
+    char data[1];
+};
+struct msg *message;
+
+struct vec {
+    long n;
+    long *data;
+};
+struct vec *vector;
+
 __attribute__((noinline)) static void *xmalloc(size_t n)
 {
     void *p = aligned_alloc(64, n); /* XMALLOC */
@@ -42,6 +64,14 @@ __attribute__((noinline)) static char *arena_get(size_t n)
     return raw;
 }
 
+__attribute__((noinline)) static void *header_alloc(size_t n)
+{
+    struct hdr *h = aligned_alloc(64, sizeof *h + n); /* HEADER */
+    h->refcnt = 1;
+    h->size = n;
+    return h + 1;
+}
+
 static void *work(void *arg)
 {
     long k = (long)arg, seen = 0;
@@ -51,12 +81,18 @@ static void *work(void *arg)
             queue.head++;
             pairs[0].b++;
             counts[1]++;
+            payload[0].b++;
+            message->data[20]++;
+            vector->data[1]++;
         } else {
             hist.bins[3]++;
             seen += *(volatile long *)&queue.flag;
             queue.count++;
             pairs[1].a++;
             counts[2]++;
+            payload[1].a++;
+            message->data[28]++;
+            vector->data[2]++;
             if (i % 1000 == 0)
                 queue.flag = 0;
         }
@@ -72,14 +108,27 @@ int main(void)
     long *c = (long *)arena_get(8 * sizeof *c); /* COUNTS */
     pairs = p;
     counts = c;
+    struct pair *pl = header_alloc(4 * sizeof *pl); /* PAYLOAD */
+    memset(pl, 0, 4 * sizeof *pl);
+    payload = pl;
+    struct msg *m = aligned_alloc(64, 64); /* MESSAGE */
+    memset(m, 0, 64);
+    message = m;
+    struct vec *v = malloc(sizeof *v); v->data = aligned_alloc(64, 64); /* VECTOR */
+    memset(v->data, 0, 64);
+    vector = v;
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
         pthread_create(&t[k], 0, work, (void *)k);
     for (int k = 0; k < 2; ++k)
         pthread_join(t[k], 0);
-    printf("%ld %ld %ld\n", hist.n + hist.bins[3], queue.head + queue.count,
-           pairs[0].b + pairs[1].a + counts[1] + counts[2]);
+    printf("%ld %ld %ld %ld\n", hist.n + hist.bins[3], queue.head + queue.count,
+           pairs[0].b + pairs[1].a + counts[1] + counts[2] + payload[0].b + payload[1].a,
+           vector->data[1] + vector->data[2] + message->data[20] + message->data[28]);
     free(p);
     free(c);
+    free(m);
+    free(v->data);
+    free(v);
     return 0;
 }

@@ -331,7 +331,7 @@ fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
         let stored = merge_spans(
             t.by_slot
                 .iter()
-                .filter(|&(_, &(_, s))| s > 0 && s.saturating_mul(RARE_SLOT) >= top_store)
+                .filter(|&(_, &(l, s))| shown_store(l, s, top_store))
                 .map(|(slot, _)| span(slot))
                 .collect(),
         );
@@ -339,12 +339,12 @@ fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
         for store in [true, false] {
             let mut spans = Vec::new();
             for (slot, &(loads, stores)) in t.by_slot.iter() {
-                let (n, of) = if store {
-                    (stores, top_store)
+                let shown = if store {
+                    shown_store(loads, stores, top_store)
                 } else {
-                    (loads, top)
+                    loads > 0 && loads.saturating_mul(RARE_SLOT) >= top
                 };
-                if n == 0 || slot.1 == 0 || n.saturating_mul(RARE_SLOT) < of {
+                if !shown || slot.1 == 0 {
                     continue;
                 }
                 let (lo, hi) = span(slot);
@@ -373,6 +373,13 @@ fn thread_bytes(b: &BlockCounts, recorded: u64) -> Vec<ThreadBytes> {
         }));
     }
     out
+}
+
+/// Whether a slot's `stores` make it a part the thread writes: not rare against its busiest
+/// stored slot's `top` stores, nor against the slot's own `loads` (a flag polled all the time
+/// and set once is read).
+fn shown_store(loads: u64, stores: u64, top: u64) -> bool {
+    stores > 0 && stores.saturating_mul(RARE_SLOT) >= top.max(loads)
 }
 
 /// Byte ranges `[start, end)` merged where they touch or overlap, in address order.
@@ -1336,12 +1343,17 @@ mod tests {
     fn a_load_over_bytes_the_thread_also_wrote_is_a_read_of_the_rest() {
         // Thread 0 loads bytes 0..8 and stores 4..8 (`l = p.l; p.i[1] = …`); thread 1 loads
         // 20..28 (a memcpy from q[3]), stores 24..28 and 32..40, and now and then 40..48,
-        // which it also reads all the time (a flag it polls and seldom resets).
+        // which it also reads all the time (a flag it polls and seldom resets); thread 0 polls
+        // 48..56 and writes it once.
         let b = BlockCounts {
             threads: [
                 (
                     0,
-                    counts(100, 100, &[((0, 8), (100, 0)), ((4, 4), (0, 100))]),
+                    counts(
+                        1100,
+                        101,
+                        &[((0, 8), (100, 0)), ((4, 4), (0, 100)), ((48, 8), (1000, 1))],
+                    ),
                 ),
                 (
                     1,
@@ -1370,6 +1382,7 @@ mod tests {
             [
                 (0, 0, 4, false),
                 (0, 4, 8, true),
+                (0, 48, 56, false),
                 (1, 20, 24, false),
                 (1, 24, 28, true),
                 (1, 32, 40, true),

@@ -69,15 +69,20 @@ pub struct Member {
 impl TypeShape {
     /// A heap block of `bytes` bytes holding `element`s: an array of them, after the count
     /// `new[]` stores in front of an array of a type with a destructor (the Itanium C++ ABI's
-    /// cookie, 8 bytes or the element's alignment) when the size says there is one: `8 + n *
-    /// size` bytes with a remainder of 8, 16, 32 or 64 (a plain array has none).
-    pub fn heap_array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
-        let cookie = element
-            .size
-            .filter(|&s| s > 0)
-            .map_or(0, |s| bytes % s)
-            .min(bytes);
-        if !matches!(cookie, 8 | 16 | 32 | 64) {
+    /// cookie, the larger of 8 bytes and the element's alignment) when the size says there is
+    /// one: `n * size` plus 8, 16, 32 or 64 bytes; or, when `destructor` says the element
+    /// type has one, a size that is a whole number of elements of at most 8 bytes, or of an
+    /// over-aligned type as large as its alignment (16, 32, 64: `alignas(16) struct { long
+    /// a, b; }`), whose cookie is one element long.
+    pub fn heap_array_of(element: Arc<TypeShape>, bytes: u64, destructor: bool) -> TypeShape {
+        let size = element.size.filter(|&s| s > 0);
+        let rest = size.map_or(0, |s| bytes % s);
+        let cookie = match (rest, size) {
+            (8 | 16 | 32 | 64, _) => rest,
+            (0, Some(s)) if destructor && (8 % s == 0 || matches!(s, 16 | 32 | 64)) => s.max(8),
+            _ => 0,
+        };
+        if cookie == 0 || cookie >= bytes {
             return TypeShape::array_of(element, bytes);
         }
         TypeShape {
@@ -91,17 +96,26 @@ impl TypeShape {
     }
 
     /// This record with its flexible array member (`struct hist { long n; long bins[]; }`, the
-    /// last member, an array DWARF gives no count) grown to fill `bytes` bytes: a heap block
+    /// last member, an array DWARF gives no count, or the "struct hack"'s `char data[1]` in a
+    /// block that is no whole number of the structs) grown to fill `bytes` bytes: a heap block
     /// of one such struct, `bins` with as many elements as fit. `None` for any other type.
     pub fn with_flexible_tail(&self, bytes: u64) -> Option<TypeShape> {
         let ShapeKind::Record(members) = &self.kind else {
             return None;
         };
         let last = members.iter().max_by_key(|m| m.offset)?;
-        let ShapeKind::Array { count: 0, element } = &last.shape.kind else {
+        let ShapeKind::Array { count, element } = &last.shape.kind else {
             return None;
         };
-        if bytes < self.size? || bytes < last.offset || element.size.is_none_or(|s| s == 0) {
+        // C99's `bins[]` and GNU's `bins[0]` have no count; the older "struct hack"'s
+        // `data[1]` is one when the block is no whole number of the structs.
+        let size = self.size?;
+        let hack = *count == 1 && size > 0 && !bytes.is_multiple_of(size);
+        if !(*count == 0 || hack)
+            || bytes < size
+            || bytes < last.offset
+            || element.size.is_none_or(|s| s == 0)
+        {
             return None;
         }
         let tail = Member {
@@ -119,19 +133,19 @@ impl TypeShape {
         })
     }
 
-    /// One object of type `object` in a heap block of `bytes` bytes: the object itself when
-    /// the sizes agree, else a block that starts with it and whose further bytes no member
-    /// names (`Base *b = new Derived`: the derived class's members, whose type the pointer
-    /// does not tell).
-    pub fn object_in(object: Arc<TypeShape>, bytes: u64) -> TypeShape {
-        if object.size.is_none_or(|s| s >= bytes) {
+    /// One object of type `object`, `at` bytes into a heap block of `bytes` bytes: the object
+    /// itself when it fills the block, else a block holding it whose further bytes no member
+    /// names (`Base *b = new Derived`: the derived class's members, which the pointer's type
+    /// does not tell; `at` is where the derived class keeps its `Base`).
+    pub fn object_in(object: Arc<TypeShape>, at: u64, bytes: u64) -> TypeShape {
+        if at == 0 && object.size.is_none_or(|s| s >= bytes) {
             return (*object).clone();
         }
         TypeShape {
             size: Some(bytes),
             kind: ShapeKind::Record(vec![Member {
                 name: None,
-                offset: 0,
+                offset: at,
                 shape: object,
             }]),
         }
@@ -374,18 +388,39 @@ pub(crate) fn global_shapes<R: gimli::Reader>(
     out
 }
 
+/// A variable an allocating line declares to hold a heap block, and what DWARF says of the
+/// type it points to.
+#[derive(Debug, Clone)]
+pub(crate) struct DeclaredPointer {
+    /// The variable's name (`accs`, `node`).
+    pub name: String,
+    /// The shape of what it points to (a `std::vector`'s element type).
+    pub shape: Arc<TypeShape>,
+    /// The variable is a pointer or a `std::unique_ptr<T>` (not a `std::vector` or
+    /// `unique_ptr<T[]>`).
+    pub pointer: bool,
+    /// The type pointed to has a destructor (its own, a member's or a base's): `new[]` stores
+    /// the element count in front of an array of it.
+    pub destructor: bool,
+    /// When the type pointed to is a class smaller than the block: where the classes of the
+    /// block's size the unit derives from it keep it, if they all agree (`B *b = new C`
+    /// with `struct C : A, B` keeps `B` 8 bytes in).
+    pub within_derived: Option<u64>,
+}
+
 /// The variable declared at `file:line` of `unit` that holds a pointer to heap memory, and
 /// the shape of what it points to, when exactly one such variable is declared there: `double
 /// *y = aligned_alloc(…)` gives `y` and `double`, `std::vector<Acc> accs(n)` gives `accs` and
 /// `Acc` (the vector's element type). A heap block's type is not recorded; the line that
 /// allocated it usually declares the variable that names it. Files are compared by name, as
-/// the allocation's line and DWARF's declaration may spell the directory differently. The
-/// flag says the variable is a pointer (not a `std::vector`).
+/// the allocation's line and DWARF's declaration may spell the directory differently.
+/// `block` is the block's size, for [`DeclaredPointer::within_derived`].
 pub(crate) fn pointer_declared_at<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     file: &str,
     line: u32,
-) -> Option<(String, Arc<TypeShape>, bool)> {
+    block: u64,
+) -> Option<DeclaredPointer> {
     let mut reader = ShapeReader::default();
     let mut found: Option<(String, gimli::UnitOffset<R::Offset>, bool)> = None;
     let mut several = false;
@@ -402,7 +437,204 @@ pub(crate) fn pointer_declared_at<R: gimli::Reader>(
     });
     let (name, target, pointer) = found.filter(|_| !several)?;
     reader.nodes = 0;
-    Some((name, reader.shape(unit, target, 0), pointer))
+    let shape = reader.shape(unit, target, 0);
+    let class = stripped(unit, target);
+    let mut budget = MAX_NODES;
+    let destructor = class.is_some_and(|c| has_destructor(unit, c, 0, &mut budget));
+    let within_derived = match (class, shape.size) {
+        (Some(c), Some(size)) if pointer && size < block => base_offset_in_derived(unit, c, block),
+        _ => None,
+    };
+    Some(DeclaredPointer {
+        name,
+        shape,
+        pointer,
+        destructor,
+        within_derived,
+    })
+}
+
+/// `at` with typedefs and qualifiers followed.
+fn stripped<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    mut at: gimli::UnitOffset<R::Offset>,
+) -> Option<gimli::UnitOffset<R::Offset>> {
+    for _ in 0..MAX_DEPTH {
+        let ty = unit.entry(at).ok()?;
+        match ty.tag() {
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type => match ty.attr_value(gimli::DW_AT_type) {
+                Ok(Some(AttributeValue::UnitRef(o))) => at = o,
+                _ => return None,
+            },
+            _ => return Some(at),
+        }
+    }
+    None
+}
+
+/// Whether the type at `at` (typedefs followed) has a destructor: a class declaring one
+/// (`~Worker`, also the implicit one DWARF lists once it is used), or holding a member, base
+/// or array element whose type has one. `budget` bounds the entries read.
+fn has_destructor<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    at: gimli::UnitOffset<R::Offset>,
+    depth: usize,
+    budget: &mut usize,
+) -> bool {
+    if depth > MAX_DEPTH || *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    let Some(at) = stripped(unit, at) else {
+        return false;
+    };
+    let Ok(ty) = unit.entry(at) else {
+        return false;
+    };
+    let type_of =
+        |e: &gimli::DebuggingInformationEntry<'_, '_, R>| match e.attr_value(gimli::DW_AT_type) {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
+        };
+    match ty.tag() {
+        gimli::DW_TAG_array_type => {
+            type_of(&ty).is_some_and(|e| has_destructor(unit, e, depth + 1, budget))
+        }
+        gimli::DW_TAG_class_type | gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type => {
+            let Ok(mut tree) = unit.entries_tree(Some(at)) else {
+                return false;
+            };
+            let Ok(root) = tree.root() else {
+                return false;
+            };
+            let mut children = root.children();
+            while let Ok(Some(child)) = children.next() {
+                let e = child.entry();
+                let found = match e.tag() {
+                    gimli::DW_TAG_subprogram => e
+                        .attr_value(gimli::DW_AT_name)
+                        .ok()
+                        .flatten()
+                        .and_then(|v| unit.attr_string(v).ok())
+                        .is_some_and(|n| n.to_string_lossy().is_ok_and(|n| n.starts_with('~'))),
+                    // A static data member is declared, not held.
+                    gimli::DW_TAG_member
+                        if !matches!(
+                            e.attr_value(gimli::DW_AT_external),
+                            Ok(Some(AttributeValue::Flag(true)))
+                        ) =>
+                    {
+                        type_of(e).is_some_and(|t| has_destructor(unit, t, depth + 1, budget))
+                    }
+                    gimli::DW_TAG_inheritance => {
+                        type_of(e).is_some_and(|t| has_destructor(unit, t, depth + 1, budget))
+                    }
+                    _ => false,
+                };
+                if found {
+                    return true;
+                }
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Each class's direct bases: their offsets in it and their entries.
+type Bases<O> = HashMap<O, Vec<(u64, O)>>;
+
+/// Where the classes of `unit` that are `size` bytes and derive from the class at `base`
+/// (directly or through other bases) keep it, when they all keep it at one offset.
+fn base_offset_in_derived<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    base: gimli::UnitOffset<R::Offset>,
+    size: u64,
+) -> Option<u64> {
+    // Each class's bases: (offset in it, the base's entry).
+    let mut bases: Bases<gimli::UnitOffset<R::Offset>> = HashMap::new();
+    let mut sized = Vec::new();
+    let mut entries = unit.entries();
+    let mut class_at: Vec<(isize, gimli::UnitOffset<R::Offset>)> = Vec::new();
+    let mut depth = 0isize;
+    while let Ok(Some((delta, entry))) = entries.next_dfs() {
+        depth += delta;
+        while class_at.last().is_some_and(|&(d, _)| d >= depth) {
+            class_at.pop();
+        }
+        match entry.tag() {
+            gimli::DW_TAG_class_type | gimli::DW_TAG_structure_type => {
+                class_at.push((depth, entry.offset()));
+                let bytes = entry
+                    .attr_value(gimli::DW_AT_byte_size)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.udata_value());
+                if bytes == Some(size) {
+                    sized.push(entry.offset());
+                }
+            }
+            gimli::DW_TAG_inheritance => {
+                let (Some(&(d, class)), Ok(Some(AttributeValue::UnitRef(of)))) =
+                    (class_at.last(), entry.attr_value(gimli::DW_AT_type))
+                else {
+                    continue;
+                };
+                if d + 1 != depth {
+                    continue;
+                }
+                // A virtual base's offset is an expression read at run time: unknown here.
+                let Some(offset) = entry
+                    .attr_value(gimli::DW_AT_data_member_location)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.udata_value())
+                else {
+                    continue;
+                };
+                if let Some(of) = stripped(unit, of) {
+                    bases.entry(class).or_default().push((offset, of));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut offsets = Vec::new();
+    for class in sized {
+        collect_base_offsets(&bases, class, base, 0, 0, &mut offsets);
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    match offsets.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// Adds to `out` each offset at which `class` (itself `at` bytes into the object) keeps
+/// `base` among its bases, per `bases`.
+fn collect_base_offsets<O: Eq + std::hash::Hash + Copy>(
+    bases: &Bases<O>,
+    class: O,
+    base: O,
+    at: u64,
+    depth: usize,
+    out: &mut Vec<u64>,
+) {
+    if depth > MAX_DEPTH || out.len() > MAX_PARTS {
+        return;
+    }
+    for &(offset, of) in bases.get(&class).into_iter().flatten() {
+        let here = at.saturating_add(offset);
+        if of == base {
+            out.push(here);
+        } else {
+            collect_base_offsets(bases, of, base, here, depth + 1, out);
+        }
+    }
 }
 
 /// Whether a variable declared at `file:line` of `unit` is a pointer to raw bytes (`void *`,
@@ -1147,5 +1379,64 @@ mod tests {
         let pt = record(8, &[(Some("x"), 0, leaf(4)), (Some("y"), 4, leaf(4))]);
         assert!(pt.with_flexible_tail(64).is_none());
         assert!(hist.with_flexible_tail(4).is_none());
+        // The struct hack: `struct msg { int tag, len; char data[1]; }` (12 bytes) in a
+        // 52-byte block is one message; in 48 bytes, four.
+        let msg = record(
+            12,
+            &[
+                (Some("tag"), 0, leaf(4)),
+                (Some("len"), 4, leaf(4)),
+                (Some("data"), 8, array(1, leaf(1))),
+            ],
+        );
+        let grown = msg.with_flexible_tail(52).expect("the struct hack");
+        assert_eq!(path(&grown, 28, 29), ".data[20]");
+        assert!(msg.with_flexible_tail(48).is_none());
+    }
+
+    #[test]
+    fn new_arrays_skip_the_count_in_front_of_elements_with_a_destructor() {
+        let offset_of_first = |shape: &TypeShape| match &shape.kind {
+            ShapeKind::Record(m) => m[0].offset,
+            _ => 0,
+        };
+        // 24-byte elements: 8 bytes over a whole number of them is the count, either way.
+        let triple = leaf(24);
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(Arc::clone(&triple), 104, false)),
+            8
+        );
+        // 8-byte elements with a destructor: the count is one more element's room.
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(8), 64, true)),
+            8
+        );
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(4), 36, true)),
+            8
+        );
+        // alignas(16) of 16 bytes, alignas(64) of 64: one element's room.
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(16), 96, true)),
+            16
+        );
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(64), 256, true)),
+            64
+        );
+        // Without a destructor there is none; nor for sizes no cookie can fill.
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(8), 64, false)),
+            0
+        );
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(24), 96, true)),
+            0
+        );
+        // The block one element: no room for a count.
+        assert_eq!(
+            offset_of_first(&TypeShape::heap_array_of(leaf(8), 8, true)),
+            0
+        );
     }
 }

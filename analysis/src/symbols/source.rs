@@ -9,7 +9,14 @@ const MAX_SOURCE_BYTES: u64 = 64 << 20;
 /// Source files read so far (or found unreadable), each read once.
 #[derive(Debug, Default)]
 pub(crate) struct SourceLines {
-    files: HashMap<String, Option<Vec<String>>>,
+    files: HashMap<String, Option<Lines>>,
+}
+
+/// A source file's lines as written, and with their whitespace runs collapsed.
+#[derive(Debug)]
+struct Lines {
+    raw: Vec<String>,
+    collapsed: Vec<String>,
 }
 
 impl SourceLines {
@@ -18,18 +25,81 @@ impl SourceLines {
     /// elsewhere, deleted), is not a regular file (a `#line` directive can name a FIFO or
     /// `/dev/zero`, which would make the audit wait or read forever) or is shorter.
     pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<&str> {
-        let lines = self.files.entry(file.to_owned()).or_insert_with(|| {
-            let bytes = read_source(file)?;
-            Some(
-                String::from_utf8_lossy(&bytes)
-                    .lines()
-                    .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-                    .collect(),
-            )
-        });
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
-        lines.as_ref()?.get(index).map(String::as_str)
+        self.lines(file)?.collapsed.get(index).map(String::as_str)
     }
+
+    /// Line `line` (1-based) of `file` as written (columns count its bytes), as for
+    /// [`line`](Self::line).
+    pub(crate) fn raw_line(&mut self, file: &str, line: u32) -> Option<&str> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        self.lines(file)?.raw.get(index).map(String::as_str)
+    }
+
+    fn lines(&mut self, file: &str) -> Option<&Lines> {
+        self.files
+            .entry(file.to_owned())
+            .or_insert_with(|| {
+                let bytes = read_source(file)?;
+                let raw: Vec<String> = String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .map(str::to_owned)
+                    .collect();
+                let collapsed = raw
+                    .iter()
+                    .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                    .collect();
+                Some(Lines { raw, collapsed })
+            })
+            .as_ref()
+    }
+}
+
+/// Whether the statement of source line `line` that holds column `column` (1-based, in
+/// bytes) declares or initialises `name`: `name` there followed by `=`, `(`, `{` or `[`, not
+/// reached through `.` or `->`. On `struct vec *v = malloc(…); v->data = calloc(…);` the
+/// `calloc` is not `v`'s. Statements end at `;` outside parentheses and square brackets.
+pub(crate) fn statement_declares(line: &str, column: u32, name: &str) -> bool {
+    let bytes = line.as_bytes();
+    let at = usize::try_from(column)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(1)
+        .min(bytes.len().saturating_sub(1));
+    let (mut start, mut depth) = (0, 0i32);
+    let mut end = bytes.len();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            // Braces are not counted: a function body written on one line holds statements.
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b';' if depth <= 0 => {
+                if i >= at {
+                    end = i;
+                    break;
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let statement = &line[start..end];
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let s = statement.as_bytes();
+    statement.match_indices(name).any(|(i, _)| {
+        let after = i + name.len();
+        if (i > 0 && word(s[i - 1])) || s.get(after).is_some_and(|&b| word(b)) {
+            return false;
+        }
+        let before = statement[..i].trim_end();
+        if before.ends_with('.') || before.ends_with("->") || before.ends_with("::") {
+            return false;
+        }
+        let rest = statement[after..].trim_start();
+        (rest.starts_with('=') && !rest.starts_with("=="))
+            || rest.starts_with('(')
+            || rest.starts_with('{')
+            || rest.starts_with('[')
+    })
 }
 
 /// The bytes of source file `path`: a regular file, read through one handle (checked before
@@ -55,6 +125,34 @@ fn read_source(path: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_statement_of_an_allocation_declares_its_variable() {
+        let line = "  struct vec *v = malloc(sizeof *v); v->data = calloc(8, sizeof(long));";
+        let malloc = line.find("malloc").unwrap() as u32 + 1;
+        let calloc = line.find("calloc").unwrap() as u32 + 1;
+        assert!(statement_declares(line, malloc, "v"));
+        assert!(!statement_declares(line, calloc, "v"));
+        assert!(statement_declares("std::vector<Acc> accs(n);", 18, "accs"));
+        assert!(statement_declares("Node *node{new Node};", 12, "node"));
+        assert!(statement_declares("double *y = f(a, b); // y", 13, "y"));
+        // Compared, a member, another name that contains it.
+        assert!(!statement_declares("if (y == malloc(8))", 10, "y"));
+        assert!(!statement_declares("s.y = malloc(8);", 7, "y"));
+        assert!(!statement_declares("long *yy = malloc(8);", 12, "y"));
+        // A column past the end is the last statement's.
+        assert!(statement_declares("p = g(); q = malloc(1);", 99, "q"));
+        // A body on one line; a `for` header's semicolons do not end a statement.
+        let body = "Vec *f() { Vec *v = new Vec; v->data = new long[8](); return v; }";
+        let second = body.rfind("new").unwrap() as u32 + 1;
+        assert!(!statement_declares(body, second, "v"));
+        assert!(statement_declares(body, 20, "v"));
+        assert!(statement_declares(
+            "for (int i = 0; i < 1; i++) a = malloc(1);",
+            36,
+            "a"
+        ));
+    }
 
     #[test]
     fn lines_are_read_once_and_normalized() {
