@@ -1291,7 +1291,7 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
             let trace = dir.path().join(format!("{name}.cstrace"));
             assert_eq!(
                 record(&trace, &prog, &[], 1),
-                "200000 200000 600000 199808\n",
+                "200000 200000 600000 399808\n",
                 "{name}"
             );
             let (code, json, _) = audit_json(&trace);
@@ -1352,6 +1352,15 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
             assert_eq!(from("ARENA"), bytes(8, 16), "{what}");
             assert_eq!(from("HEADER"), bytes(24, 32), "{what}");
             assert_eq!(from("VECTOR"), bytes(8, 16), "{what}");
+            // Assigned to a global declared elsewhere: named after it.
+            assert_eq!(
+                from("SUMS"),
+                [
+                    part(1, true, "sums[3]", 24, 8),
+                    part(2, true, "sums[4]", 32, 8)
+                ],
+                "{what}"
+            );
         }
     }
 }

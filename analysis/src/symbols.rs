@@ -47,6 +47,7 @@ use crate::heap::{HeapBlock, HeapMap};
 use crate::stack::StackSlot;
 use callees::Allocator;
 use locals::{FrameRegister, LocalVar};
+use members::Derived;
 pub use members::{HeapVariable, Member, ShapeKind, TypeShape};
 use module::{DebugSearch, LoadedModule};
 pub use path::{file_uri, relative_path};
@@ -883,9 +884,32 @@ impl Symbolizer {
         {
             return None;
         }
-        let declared = self.with_unit_at(pos, |unit| {
-            members::pointer_declared_at(unit, file, line, block.size)
-        })??;
+        let text = frame
+            .column
+            .and_then(|column| Some((self.sources.raw_line(file, line)?.to_owned(), column)));
+        let declared = self
+            .with_unit_at(pos, |unit| {
+                members::pointer_declared_at(unit, file, line, block.size)
+            })
+            .flatten();
+        let declared = match declared {
+            // `struct vec *v = malloc(…); v->data = calloc(…);`: the second block is not `v`.
+            Some(d) => {
+                let declares = text.as_ref().is_none_or(|(text, column)| {
+                    source::statement_declares(text, *column, &d.name, !d.pointer)
+                });
+                if !declares {
+                    return None;
+                }
+                d
+            }
+            // `g_data = malloc(…)`: a variable declared elsewhere.
+            None => {
+                let (text, column) = text?;
+                let name = source::assigned_name(&text, column)?;
+                self.with_unit_at(pos, |unit| members::pointer_named(unit, name, block.size))??
+            }
+        };
         // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function
         // whose caller declares `struct pair *y = talloc(…)`: a header and what follows it,
         // not an array of headers.
@@ -902,16 +926,6 @@ impl Symbolizer {
                 }
             }
         }
-        // `struct vec *v = malloc(…); v->data = calloc(…);`: the second block is not `v`.
-        if let Some(column) = frame.column {
-            let declares = self
-                .sources
-                .raw_line(file, line)
-                .is_none_or(|text| source::statement_declares(text, column, &declared.name));
-            if !declares {
-                return None;
-            }
-        }
         let element = declared.shape;
         // `new Node` pointed to by `node`: its members are `node->id`, not `node[0].id`; so
         // are those of a struct whose flexible array member takes the rest of the block.
@@ -919,14 +933,24 @@ impl Symbolizer {
             .pointer
             .then(|| element.with_flexible_tail(block.size))
             .flatten();
-        let single = declared.pointer
+        let mut single = declared.pointer
             && (element.size == Some(block.size)
                 || flexible.is_some()
                 || allocator == Some(Allocator::New));
         let shape = match (flexible, single, allocator) {
             (Some(grown), _, _) => grown,
             (None, true, _) if element.size.is_some_and(|s| s < block.size) => {
-                TypeShape::object_in(element, declared.within_derived?, block.size)
+                match declared.within_derived {
+                    Derived::At(at) => TypeShape::object_in(element, at, block.size),
+                    // A polymorphic class's derived classes may be in other units.
+                    Derived::Disagree => return None,
+                    Derived::None if element.has_vtable() => return None,
+                    // `::operator new(4 * sizeof(Node))`: raw memory for several.
+                    Derived::None => {
+                        single = false;
+                        TypeShape::array_of(element, block.size)
+                    }
+                }
             }
             (None, true, _) => TypeShape::object_in(element, 0, block.size),
             // Only `new[]` stores a count in front of the elements; when the call is not

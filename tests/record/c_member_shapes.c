@@ -5,7 +5,8 @@
 // data[1]` last, the block larger), and heap blocks no variable names correctly, which must
 // stay byte offsets: from allocating wrappers whose own variables are raw bytes (`void *`,
 // `char *`) or a header they hand out the block past, and the second allocation of a line
-// that declares the first's variable.
+// that declares the first's variable; and a block assigned to a global declared elsewhere,
+// named after it.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct vec {
     long *data;
 };
 struct vec *vector;
+long *sums;
 
 __attribute__((noinline)) static void *xmalloc(size_t n)
 {
@@ -84,6 +86,7 @@ static void *work(void *arg)
             payload[0].b++;
             message->data[20]++;
             vector->data[1]++;
+            sums[3]++;
         } else {
             hist.bins[3]++;
             seen += *(volatile long *)&queue.flag;
@@ -93,6 +96,7 @@ static void *work(void *arg)
             payload[1].a++;
             message->data[28]++;
             vector->data[2]++;
+            sums[4]++;
             if (i % 1000 == 0)
                 queue.flag = 0;
         }
@@ -117,6 +121,8 @@ int main(void)
     struct vec *v = malloc(sizeof *v); v->data = aligned_alloc(64, 64); /* VECTOR */
     memset(v->data, 0, 64);
     vector = v;
+    sums = aligned_alloc(64, 64); /* SUMS */
+    memset(sums, 0, 64);
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
         pthread_create(&t[k], 0, work, (void *)k);
@@ -124,11 +130,13 @@ int main(void)
         pthread_join(t[k], 0);
     printf("%ld %ld %ld %ld\n", hist.n + hist.bins[3], queue.head + queue.count,
            pairs[0].b + pairs[1].a + counts[1] + counts[2] + payload[0].b + payload[1].a,
-           vector->data[1] + vector->data[2] + message->data[20] + message->data[28]);
+           vector->data[1] + vector->data[2] + message->data[20] + message->data[28] + sums[3] +
+               sums[4]);
     free(p);
     free(c);
     free(m);
     free(v->data);
     free(v);
+    free(sums);
     return 0;
 }

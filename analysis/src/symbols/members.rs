@@ -151,6 +151,19 @@ impl TypeShape {
         }
     }
 
+    /// Whether objects of this type hold a vtable pointer (`_vptr.Shape`, clang's
+    /// `_vptr$Shape`), theirs or a base class's: a polymorphic class, whose objects from
+    /// `new` may be of a derived class.
+    pub fn has_vtable(&self) -> bool {
+        let ShapeKind::Record(members) = &self.kind else {
+            return false;
+        };
+        members.iter().any(|m| match &m.name {
+            Some(name) => name.starts_with("_vptr"),
+            None => m.shape.has_vtable(),
+        })
+    }
+
     /// An array of `bytes` bytes of `element`s (a heap block of them).
     pub fn array_of(element: Arc<TypeShape>, bytes: u64) -> TypeShape {
         let count = element.size.filter(|&s| s > 0).map_or(0, |s| bytes / s);
@@ -403,9 +416,20 @@ pub(crate) struct DeclaredPointer {
     /// the element count in front of an array of it.
     pub destructor: bool,
     /// When the type pointed to is a class smaller than the block: where the classes of the
-    /// block's size the unit derives from it keep it, if they all agree (`B *b = new C`
-    /// with `struct C : A, B` keeps `B` 8 bytes in).
-    pub within_derived: Option<u64>,
+    /// block's size the unit derives from it keep it (`B *b = new C` with `struct C : A, B`
+    /// keeps `B` 8 bytes in).
+    pub within_derived: Derived,
+}
+
+/// Where the classes of a block's size derived from a class keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Derived {
+    /// No class of that size derives from it (or it is not a class, or not smaller).
+    None,
+    /// All of them at this offset.
+    At(u64),
+    /// At different offsets: which class the block is cannot be told.
+    Disagree,
 }
 
 /// The variable declared at `file:line` of `unit` that holds a pointer to heap memory, and
@@ -421,29 +445,68 @@ pub(crate) fn pointer_declared_at<R: gimli::Reader>(
     line: u32,
     block: u64,
 ) -> Option<DeclaredPointer> {
-    let mut reader = ShapeReader::default();
-    let mut found: Option<(String, gimli::UnitOffset<R::Offset>, bool)> = None;
-    let mut several = false;
+    let mut candidates = Vec::new();
     for_each_variable_declared_at(unit, file, line, |name, entry| {
-        let Some((target, pointer)) = pointee(unit, entry) else {
-            return;
-        };
-        match &found {
-            // The same variable seen again (an inlined copy's declaration): still one.
-            Some((n, t, _)) if *n == name && *t == target => {}
-            Some(_) => several = true,
-            None => found = Some((name, target, pointer)),
+        if let Some((target, pointer)) = pointee(unit, entry) {
+            candidates.push((name, target, pointer));
         }
     });
-    let (name, target, pointer) = found.filter(|_| !several)?;
-    reader.nodes = 0;
+    the_pointer(unit, candidates, block)
+}
+
+/// The pointer (or `std::vector`, `std::unique_ptr`) variable of `unit` named `name`, as for
+/// [`pointer_declared_at`]: the target of an assignment (`g_data = malloc(…)` to a global
+/// declared elsewhere, `y = malloc(…)` to a local declared earlier). `None` when the unit has
+/// several such variables of that name pointing to different types.
+pub(crate) fn pointer_named<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    name: &str,
+    block: u64,
+) -> Option<DeclaredPointer> {
+    let mut candidates = Vec::new();
+    let mut entries = unit.entries();
+    while let Ok(Some((_, entry))) = entries.next_dfs() {
+        if entry.tag() != gimli::DW_TAG_variable {
+            continue;
+        }
+        let named = entry
+            .attr_value(gimli::DW_AT_name)
+            .ok()
+            .flatten()
+            .and_then(|v| unit.attr_string(v).ok())
+            .is_some_and(|s| s.to_string_lossy().is_ok_and(|s| s == name));
+        if !named {
+            continue;
+        }
+        if let Some((target, pointer)) = pointee(unit, entry) {
+            candidates.push((name.to_owned(), target, pointer));
+        }
+    }
+    the_pointer(unit, candidates, block)
+}
+
+/// The one variable among `candidates` (name, the entry of what it points to, whether it is
+/// a pointer), read into a [`DeclaredPointer`] for a block of `block` bytes; `None` when
+/// there is none or they differ. The same variable seen twice (an inlined copy's
+/// declaration, an `extern` declaration and the definition) is one.
+fn the_pointer<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    candidates: Vec<(String, gimli::UnitOffset<R::Offset>, bool)>,
+    block: u64,
+) -> Option<DeclaredPointer> {
+    let mut candidates = candidates.into_iter();
+    let (name, target, pointer) = candidates.next()?;
+    if candidates.any(|(n, t, _)| n != name || t != target) {
+        return None;
+    }
+    let mut reader = ShapeReader::default();
     let shape = reader.shape(unit, target, 0);
     let class = stripped(unit, target);
     let mut budget = MAX_NODES;
     let destructor = class.is_some_and(|c| has_destructor(unit, c, 0, &mut budget));
     let within_derived = match (class, shape.size) {
         (Some(c), Some(size)) if pointer && size < block => base_offset_in_derived(unit, c, block),
-        _ => None,
+        _ => Derived::None,
     };
     Some(DeclaredPointer {
         name,
@@ -548,12 +611,12 @@ fn has_destructor<R: gimli::Reader>(
 type Bases<O> = HashMap<O, Vec<(u64, O)>>;
 
 /// Where the classes of `unit` that are `size` bytes and derive from the class at `base`
-/// (directly or through other bases) keep it, when they all keep it at one offset.
+/// (directly or through other bases) keep it.
 fn base_offset_in_derived<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     base: gimli::UnitOffset<R::Offset>,
     size: u64,
-) -> Option<u64> {
+) -> Derived {
     // Each class's bases: (offset in it, the base's entry).
     let mut bases: Bases<gimli::UnitOffset<R::Offset>> = HashMap::new();
     let mut sized = Vec::new();
@@ -609,8 +672,9 @@ fn base_offset_in_derived<R: gimli::Reader>(
     offsets.sort_unstable();
     offsets.dedup();
     match offsets.as_slice() {
-        [one] => Some(*one),
-        _ => None,
+        [] => Derived::None,
+        [one] => Derived::At(*one),
+        _ => Derived::Disagree,
     }
 }
 
@@ -1392,6 +1456,19 @@ mod tests {
         let grown = msg.with_flexible_tail(52).expect("the struct hack");
         assert_eq!(path(&grown, 28, 29), ".data[20]");
         assert!(msg.with_flexible_tail(48).is_none());
+    }
+
+    #[test]
+    fn a_vtable_pointer_makes_a_class_polymorphic_also_in_a_base() {
+        let shape = record(
+            16,
+            &[(Some("_vptr.Shape"), 0, leaf(8)), (Some("w"), 8, leaf(8))],
+        );
+        let derived = record(24, &[(None, 0, shape), (Some("extra"), 16, leaf(8))]);
+        assert!(derived.has_vtable());
+        let plain = record(8, &[(Some("x"), 0, leaf(8))]);
+        assert!(!plain.has_vtable());
+        assert!(!TypeShape::array_of(derived, 48).has_vtable());
     }
 
     #[test]

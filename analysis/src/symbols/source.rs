@@ -57,31 +57,11 @@ impl SourceLines {
 
 /// Whether the statement of source line `line` that holds column `column` (1-based, in
 /// bytes) declares or initialises `name`: `name` there followed by `=`, `(`, `{` or `[`, not
-/// reached through `.` or `->`. On `struct vec *v = malloc(…); v->data = calloc(…);` the
-/// `calloc` is not `v`'s. Statements end at `;` outside parentheses and square brackets.
-pub(crate) fn statement_declares(line: &str, column: u32, name: &str) -> bool {
-    let bytes = line.as_bytes();
-    let at = usize::try_from(column)
-        .unwrap_or(usize::MAX)
-        .saturating_sub(1)
-        .min(bytes.len().saturating_sub(1));
-    let (mut start, mut depth) = (0, 0i32);
-    let mut end = bytes.len();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            // Braces are not counted: a function body written on one line holds statements.
-            b'(' | b'[' => depth += 1,
-            b')' | b']' => depth -= 1,
-            b';' if depth <= 0 => {
-                if i >= at {
-                    end = i;
-                    break;
-                }
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
+/// reached through `.` or `->`; or, for an `object` (a `std::vector`, which allocates in its
+/// methods), followed by `.` (`v.push_back(x)` after `std::vector<T> v;` on the line). On
+/// `struct vec *v = malloc(…); v->data = calloc(…);` the `calloc` is not `v`'s.
+pub(crate) fn statement_declares(line: &str, column: u32, name: &str, object: bool) -> bool {
+    let (start, end) = statement_at(line, column);
     let statement = &line[start..end];
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let s = statement.as_bytes();
@@ -95,7 +75,9 @@ pub(crate) fn statement_declares(line: &str, column: u32, name: &str) -> bool {
             return false;
         }
         let rest = statement[after..].trim_start();
-        (rest.starts_with('=') && !rest.starts_with("=="))
+        // A container's own method allocates its buffer: `v.push_back(x)`.
+        (object && rest.starts_with('.'))
+            || (rest.starts_with('=') && !rest.starts_with("=="))
             || rest.starts_with('(')
             || rest.starts_with('{')
             || rest.starts_with('[')
@@ -122,6 +104,66 @@ fn read_source(path: &str) -> Option<Vec<u8>> {
     (bytes.len() as u64 <= MAX_SOURCE_BYTES).then_some(bytes)
 }
 
+/// The variable the statement of source line `line` holding column `column` (1-based, in
+/// bytes) assigns to, when it is a plain name: `g_data` of `g_data = malloc(n);`. Not a
+/// member (`t.items = …`, `p->next = …`), an element or a declaration (`double *y = …`, which
+/// DWARF's declaring line names).
+pub(crate) fn assigned_name(line: &str, column: u32) -> Option<&str> {
+    let (start, end) = statement_at(line, column);
+    let statement = &line[start..end];
+    let bytes = statement.as_bytes();
+    let mut depth = 0i32;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'=' if depth == 0 => {
+                let prev = i.checked_sub(1).map(|p| bytes[p]);
+                let next = bytes.get(i + 1).copied();
+                if next == Some(b'=') || matches!(prev, Some(b'=' | b'!' | b'<' | b'>')) {
+                    return None;
+                }
+                let target = statement[..i].trim();
+                // `a += …`, `*p = …`, `x.y = …`, `T *v = …`: no plain name.
+                let plain = !target.is_empty()
+                    && target
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                    && !target.as_bytes()[0].is_ascii_digit();
+                return plain.then_some(target);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The byte range of the statement of `line` that holds column `column` (1-based): cut at
+/// `;` outside parentheses and square brackets.
+fn statement_at(line: &str, column: u32) -> (usize, usize) {
+    let bytes = line.as_bytes();
+    let at = usize::try_from(column)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(1)
+        .min(bytes.len().saturating_sub(1));
+    let (mut start, mut depth) = (0, 0i32);
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            // Braces are not counted: a function body written on one line holds statements.
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b';' if depth <= 0 => {
+                if i >= at {
+                    return (start, i);
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    (start, bytes.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,27 +173,70 @@ mod tests {
         let line = "  struct vec *v = malloc(sizeof *v); v->data = calloc(8, sizeof(long));";
         let malloc = line.find("malloc").unwrap() as u32 + 1;
         let calloc = line.find("calloc").unwrap() as u32 + 1;
-        assert!(statement_declares(line, malloc, "v"));
-        assert!(!statement_declares(line, calloc, "v"));
-        assert!(statement_declares("std::vector<Acc> accs(n);", 18, "accs"));
-        assert!(statement_declares("Node *node{new Node};", 12, "node"));
-        assert!(statement_declares("double *y = f(a, b); // y", 13, "y"));
+        assert!(statement_declares(line, malloc, "v", false));
+        assert!(!statement_declares(line, calloc, "v", false));
+        assert!(statement_declares(
+            "std::vector<Acc> accs(n);",
+            18,
+            "accs",
+            false
+        ));
+        assert!(statement_declares(
+            "Node *node{new Node};",
+            12,
+            "node",
+            false
+        ));
+        assert!(statement_declares(
+            "double *y = f(a, b); // y",
+            13,
+            "y",
+            false
+        ));
         // Compared, a member, another name that contains it.
-        assert!(!statement_declares("if (y == malloc(8))", 10, "y"));
-        assert!(!statement_declares("s.y = malloc(8);", 7, "y"));
-        assert!(!statement_declares("long *yy = malloc(8);", 12, "y"));
+        assert!(!statement_declares("if (y == malloc(8))", 10, "y", false));
+        assert!(!statement_declares("s.y = malloc(8);", 7, "y", false));
+        assert!(!statement_declares("long *yy = malloc(8);", 12, "y", false));
         // A column past the end is the last statement's.
-        assert!(statement_declares("p = g(); q = malloc(1);", 99, "q"));
+        assert!(statement_declares(
+            "p = g(); q = malloc(1);",
+            99,
+            "q",
+            false
+        ));
         // A body on one line; a `for` header's semicolons do not end a statement.
         let body = "Vec *f() { Vec *v = new Vec; v->data = new long[8](); return v; }";
         let second = body.rfind("new").unwrap() as u32 + 1;
-        assert!(!statement_declares(body, second, "v"));
-        assert!(statement_declares(body, 20, "v"));
-        assert!(statement_declares(
-            "for (int i = 0; i < 1; i++) a = malloc(1);",
-            36,
-            "a"
-        ));
+        assert!(!statement_declares(body, second, "v", false));
+        assert!(statement_declares(body, 20, "v", false));
+        let for_loop = "for (int i = 0; i < 1; i++) a = malloc(1);";
+        assert!(statement_declares(for_loop, 36, "a", false));
+        // A vector declared, then grown, on one line.
+        let grown = "std::vector<Acc> dst; for (int i = 0; i < 8; i++) dst.push_back(a[i]);";
+        let push = grown.find("push_back").unwrap() as u32 + 1;
+        assert!(statement_declares(grown, push, "dst", true));
+        assert!(!statement_declares(grown, push, "dst", false));
+    }
+
+    #[test]
+    fn the_target_of_an_assignment_is_a_plain_name_only() {
+        assert_eq!(
+            assigned_name("  g_data = malloc(n * 8);", 12),
+            Some("g_data")
+        );
+        assert_eq!(assigned_name("x = 1; acc = calloc(4, 8);", 14), Some("acc"));
+        assert_eq!(assigned_name("x = 1; acc = calloc(4, 8);", 3), Some("x"));
+        for other in [
+            "t.items = malloc(8);",
+            "p->next = malloc(8);",
+            "double *y = malloc(8);",
+            "a[i] = malloc(8);",
+            "if (p == malloc(8)) {}",
+            "n += f(malloc(8));",
+            "free(malloc(8));",
+        ] {
+            assert_eq!(assigned_name(other, 12), None, "{other}");
+        }
     }
 
     #[test]
