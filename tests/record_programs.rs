@@ -1476,6 +1476,18 @@ fn openmp_regions_are_named_after_the_function_they_are_written_in() {
 }
 
 #[test]
+fn a_cxx_program_that_only_calls_new_keeps_its_standard_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_only_new.cpp");
+    for compiler in compilers() {
+        let name = format!("only-new-{compiler}");
+        let prog = build(dir.path(), &name, &cxx_of(compiler), &src, &["-O2"]);
+        let trace = dir.path().join(format!("{name}.cstrace"));
+        assert_eq!(record(&trace, &prog, &[], 1), "42\n", "{name}");
+    }
+}
+
+#[test]
 fn cxx_heap_blocks_are_named_by_the_line_that_says_new() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_new.cpp");

@@ -854,13 +854,14 @@ impl Symbolizer {
     /// whose type the trace does not record. The allocator called there (`callees.rs`) says
     /// the layout: `new` one object (`node->id`; a larger block is a derived class's, whose
     /// other bytes are named as the object, and which keeps the pointer's class where the
-    /// unit's classes of that size derived from it do — no name when they disagree), `new[]`
+    /// unit's classes of that size derived from it do — no name when they disagree or there
+    /// are none), `new[]`
     /// an array maybe after its count, a C allocator an array and never a count. Not named:
     /// a block the declared vector's elements allocated on that line (a row of
     /// `std::vector<std::vector<long>>`, a `std::vector<bool>`'s words), and one an
     /// allocating function of the program's (with a caller of the program's) holds in a
-    /// `void *` or `char *`, or in a pointer to another type than its caller's variable: it
-    /// may hand the block out past a header.
+    /// `void *` or `char *`, or in a pointer its caller's line does not hold it in too: it may
+    /// hand the block out past a header.
     pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<HeapVariable> {
         let (Some((pos, frame)), caller) = self.allocation_frames_at(block) else {
             return None;
@@ -910,20 +911,14 @@ impl Symbolizer {
                 self.with_unit_at(pos, |unit| members::pointer_named(unit, name, block.size))??
             }
         };
-        // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function
-        // whose caller declares `struct pair *y = talloc(…)`: a header and what follows it,
-        // not an array of headers.
+        // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function:
+        // a header and what follows it, not an array of headers. The function's pointer names
+        // the block only when its caller's line holds it in a pointer of the same type
+        // (`struct pair *p = make_pairs(…)`, `pairs = make_pairs(…)`).
         if let Some((outer_pos, outer)) = &caller {
-            let (outer_file, outer_line) = (outer.file.as_deref(), outer.line);
-            if let (Some(outer_file), Some(outer_line)) = (outer_file, outer_line) {
-                let theirs = self
-                    .with_unit_at(*outer_pos, |unit| {
-                        members::pointer_declared_at(unit, outer_file, outer_line, block.size)
-                    })
-                    .flatten();
-                if theirs.is_some_and(|t| t.shape != declared.shape) {
-                    return None;
-                }
+            let theirs = self.pointer_of_line(*outer_pos, outer, block.size);
+            if theirs.is_none_or(|t| t.shape != declared.shape) {
+                return None;
             }
         }
         let element = declared.shape;
@@ -933,7 +928,7 @@ impl Symbolizer {
             .pointer
             .then(|| element.with_flexible_tail(block.size))
             .flatten();
-        let mut single = declared.pointer
+        let single = declared.pointer
             && (element.size == Some(block.size)
                 || flexible.is_some()
                 || allocator == Some(Allocator::New));
@@ -942,14 +937,9 @@ impl Symbolizer {
             (None, true, _) if element.size.is_some_and(|s| s < block.size) => {
                 match declared.within_derived {
                     Derived::At(at) => TypeShape::object_in(element, at, block.size),
-                    // A polymorphic class's derived classes may be in other units.
-                    Derived::Disagree => return None,
-                    Derived::None if element.has_vtable() => return None,
-                    // `::operator new(4 * sizeof(Node))`: raw memory for several.
-                    Derived::None => {
-                        single = false;
-                        TypeShape::array_of(element, block.size)
-                    }
+                    // Which derived class it is cannot be told: DWARF may leave out a class
+                    // only ever created by `new` (and it may be in another unit).
+                    Derived::Disagree | Derived::None => return None,
                 }
             }
             (None, true, _) => TypeShape::object_in(element, 0, block.size),
@@ -968,6 +958,29 @@ impl Symbolizer {
             shape,
             single,
         })
+    }
+
+    /// The pointer the line of `frame` (at code position `pos`) declares, or assigns to by a
+    /// plain name (see [`heap_variable`](Self::heap_variable)).
+    fn pointer_of_line(
+        &mut self,
+        pos: CodePos,
+        frame: &InlinedCall,
+        block: u64,
+    ) -> Option<members::DeclaredPointer> {
+        let (file, line) = (frame.file.as_deref()?, frame.line?);
+        let declared = self
+            .with_unit_at(pos, |unit| {
+                members::pointer_declared_at(unit, file, line, block)
+            })
+            .flatten();
+        if declared.is_some() {
+            return declared;
+        }
+        let column = frame.column?;
+        let text = self.sources.raw_line(file, line)?.to_owned();
+        let name = source::assigned_name(&text, column)?;
+        self.with_unit_at(pos, |unit| members::pointer_named(unit, name, block))?
     }
 
     /// `read` of the DWARF unit that holds code position `pos`.

@@ -388,6 +388,33 @@ fn openmp_runtime(c: &Compiler, args: &[String]) -> Vec<String> {
     }
 }
 
+/// Flags that keep the C++ standard library linked when `c` is a C++ driver (`g++`,
+/// `clang++-14`).
+///
+/// The shim defines the global `operator new` forms and jumps to the real ones (`dlsym`): a
+/// program whose only use of the library is `new` (no `delete`, no stream) has that reference
+/// satisfied by the shim, and `--as-needed` drops libstdc++ (or libc++ with
+/// `-stdlib=libc++`); the program would then abort at its first `new`.
+fn cxx_runtime(c: &Compiler, args: &[String]) -> Vec<String> {
+    let name = Path::new(&c.program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !name.contains("++") {
+        return Vec::new();
+    }
+    let lib = if args.iter().any(|a| a == "-stdlib=libc++") {
+        "c++"
+    } else {
+        "stdc++"
+    };
+    vec![
+        "-Wl,--push-state,--no-as-needed".to_string(),
+        format!("-l{lib}"),
+        "-Wl,--pop-state".to_string(),
+    ]
+}
+
 /// Plans the invocations for `args` (the user's compiler arguments). `tmp` is where split
 /// compilations put their objects.
 pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Result<Plan, CcError> {
@@ -418,6 +445,7 @@ pub fn plan(c: &Compiler, args: &[String], shim_dir: &Path, tmp: &Path) -> Resul
     let cflags = compile_flags(c)?;
     let mut lflags = link_flags(c, shim_dir);
     lflags.extend(openmp_runtime(c, args));
+    lflags.extend(cxx_runtime(c, args));
     let sources = source_indices(args);
     if compile_only {
         let mut a = args.to_vec();
@@ -613,6 +641,26 @@ mod tests {
             !compile.iter().any(|a| a.contains("as-needed")),
             "{compile:?}"
         );
+    }
+
+    #[test]
+    fn cxx_links_keep_the_standard_library() {
+        let link = |program: &str, args: &[&str]| {
+            let c = Compiler::choose(Some(program), false, Capture::Tsan);
+            let p = plan(&c, &s(args), Path::new("/shim"), Path::new("/tmp/t")).unwrap();
+            p.steps.last().unwrap().args.clone()
+        };
+        let kept = |lib: &str| s(&["-Wl,--push-state,--no-as-needed", lib, "-Wl,--pop-state"]);
+        let gxx = link("g++", &["-O2", "a.cpp", "-o", "prog"]);
+        assert!(gxx.ends_with(&kept("-lstdc++")), "{gxx:?}");
+        let libcxx = link(
+            "/usr/bin/clang++-14",
+            &["-stdlib=libc++", "a.cpp", "-o", "prog"],
+        );
+        assert!(libcxx.ends_with(&kept("-lc++")), "{libcxx:?}");
+        // A C driver links no C++ library.
+        let c = link("gcc", &["a.c", "-o", "prog"]);
+        assert!(!c.iter().any(|a| a.contains("stdc++")), "{c:?}");
     }
 
     #[test]

@@ -96,8 +96,9 @@ impl TypeShape {
     }
 
     /// This record with its flexible array member (`struct hist { long n; long bins[]; }`, the
-    /// last member, an array DWARF gives no count, or the "struct hack"'s `char data[1]` in a
-    /// block that is no whole number of the structs) grown to fill `bytes` bytes: a heap block
+    /// last member, an array DWARF gives no count, or the "struct hack"'s one-element array:
+    /// of bytes, or in a block that is no whole number of the structs) grown to fill `bytes`
+    /// bytes: a heap block
     /// of one such struct, `bins` with as many elements as fit. `None` for any other type.
     pub fn with_flexible_tail(&self, bytes: u64) -> Option<TypeShape> {
         let ShapeKind::Record(members) = &self.kind else {
@@ -110,7 +111,10 @@ impl TypeShape {
         // C99's `bins[]` and GNU's `bins[0]` have no count; the older "struct hack"'s
         // `data[1]` is one when the block is no whole number of the structs.
         let size = self.size?;
-        let hack = *count == 1 && size > 0 && !bytes.is_multiple_of(size);
+        // `char data[1]` last is the hack whatever the size; `long v[1]` only in a block no
+        // whole number of the structs fills.
+        let hack =
+            *count == 1 && size > 0 && (element.size == Some(1) || !bytes.is_multiple_of(size));
         if !(*count == 0 || hack)
             || bytes < size
             || bytes < last.offset
@@ -457,7 +461,8 @@ pub(crate) fn pointer_declared_at<R: gimli::Reader>(
 /// The pointer (or `std::vector`, `std::unique_ptr`) variable of `unit` named `name`, as for
 /// [`pointer_declared_at`]: the target of an assignment (`g_data = malloc(…)` to a global
 /// declared elsewhere, `y = malloc(…)` to a local declared earlier). `None` when the unit has
-/// several such variables of that name pointing to different types.
+/// several variables, parameters or data members of that name that are not all the same
+/// pointer: which one the statement assigns is not known.
 pub(crate) fn pointer_named<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     name: &str,
@@ -466,7 +471,13 @@ pub(crate) fn pointer_named<R: gimli::Reader>(
     let mut candidates = Vec::new();
     let mut entries = unit.entries();
     while let Ok(Some((_, entry))) = entries.next_dfs() {
-        if entry.tag() != gimli::DW_TAG_variable {
+        // A parameter or a data member of that name may be what the statement assigns (a
+        // local shadowing a global, `buf = …` in a member function): any of them of another
+        // type makes the name ambiguous.
+        if !matches!(
+            entry.tag(),
+            gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter | gimli::DW_TAG_member
+        ) {
             continue;
         }
         let named = entry
@@ -478,8 +489,9 @@ pub(crate) fn pointer_named<R: gimli::Reader>(
         if !named {
             continue;
         }
-        if let Some((target, pointer)) = pointee(unit, entry) {
-            candidates.push((name.to_owned(), target, pointer));
+        match pointee(unit, entry) {
+            Some((target, pointer)) => candidates.push((name.to_owned(), target, pointer)),
+            None => return None,
         }
     }
     the_pointer(unit, candidates, block)
@@ -1455,7 +1467,14 @@ mod tests {
         );
         let grown = msg.with_flexible_tail(52).expect("the struct hack");
         assert_eq!(path(&grown, 28, 29), ".data[20]");
-        assert!(msg.with_flexible_tail(48).is_none());
+        // Of bytes, also in a whole number of the structs; of longs, only outside one.
+        assert!(msg.with_flexible_tail(48).is_some());
+        let longs = record(
+            16,
+            &[(Some("n"), 0, leaf(8)), (Some("v"), 8, array(1, leaf(8)))],
+        );
+        assert!(longs.with_flexible_tail(48).is_none());
+        assert!(longs.with_flexible_tail(40).is_some());
     }
 
     #[test]

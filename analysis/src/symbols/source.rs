@@ -117,13 +117,16 @@ pub(crate) fn assigned_name(line: &str, column: u32) -> Option<&str> {
         match b {
             b'(' | b'[' => depth += 1,
             b')' | b']' => depth -= 1,
-            b'=' if depth == 0 => {
+            // A `for` header's step and body: `i++) a = malloc(1)` leaves a `)` unmatched.
+            b'=' if depth <= 0 => {
                 let prev = i.checked_sub(1).map(|p| bytes[p]);
                 let next = bytes.get(i + 1).copied();
                 if next == Some(b'=') || matches!(prev, Some(b'=' | b'!' | b'<' | b'>')) {
                     return None;
                 }
-                let target = statement[..i].trim();
+                let before = &statement[..i];
+                let after_bracket = before.rfind([')', '(', '{', '}']).map_or(0, |b| b + 1);
+                let target = before[after_bracket..].trim();
                 // `a += …`, `*p = …`, `x.y = …`, `T *v = …`: no plain name.
                 let plain = !target.is_empty()
                     && target
@@ -139,7 +142,8 @@ pub(crate) fn assigned_name(line: &str, column: u32) -> Option<&str> {
 }
 
 /// The byte range of the statement of `line` that holds column `column` (1-based): cut at
-/// `;` outside parentheses and square brackets.
+/// every `;`, and after a `)` that closes a parenthesis opened before the statement (a `for`
+/// or `if` header's).
 fn statement_at(line: &str, column: u32) -> (usize, usize) {
     let bytes = line.as_bytes();
     let at = usize::try_from(column)
@@ -149,15 +153,15 @@ fn statement_at(line: &str, column: u32) -> (usize, usize) {
     let (mut start, mut depth) = (0, 0i32);
     for (i, &b) in bytes.iter().enumerate() {
         match b {
-            // Braces are not counted: a function body written on one line holds statements.
-            b'(' | b'[' => depth += 1,
-            b')' | b']' => depth -= 1,
-            b';' if depth <= 0 => {
-                if i >= at {
-                    return (start, i);
-                }
-                start = i + 1;
-            }
+            // Every `;` ends one: a function body written on one line holds statements, and
+            // the parts of a `for` or `if (init; cond)` header are apart from what follows.
+            b';' if i >= at => return (start, i),
+            b';' => (start, depth) = (i + 1, 0),
+            b'(' => depth += 1,
+            // The `)` closing a `for` header before `at` ends its step: `it = next) r =
+            // new …` is the body's `r = new …`.
+            b')' if depth == 0 && i < at => start = i + 1,
+            b')' => depth -= 1,
             _ => {}
         }
     }
@@ -211,6 +215,14 @@ mod tests {
         assert!(statement_declares(body, 20, "v", false));
         let for_loop = "for (int i = 0; i < 1; i++) a = malloc(1);";
         assert!(statement_declares(for_loop, 36, "a", false));
+        // C++17's `if (init; cond)`: the declaration is not the allocation's statement.
+        let init = "if (Quad *q = nullptr; (r = new Pair[4]) != nullptr) {}";
+        let new_at = init.find("new").unwrap() as u32 + 1;
+        assert!(!statement_declares(init, new_at, "q", false));
+        let step = "for (Quad *it = nullptr; !it; it = next(it)) r2 = new Pair[4];";
+        let new_at = step.find("new").unwrap() as u32 + 1;
+        assert!(!statement_declares(step, new_at, "it", false));
+        assert_eq!(assigned_name(step, new_at), Some("r2"));
         // A vector declared, then grown, on one line.
         let grown = "std::vector<Acc> dst; for (int i = 0; i < 8; i++) dst.push_back(a[i]);";
         let push = grown.find("push_back").unwrap() as u32 + 1;
@@ -226,6 +238,11 @@ mod tests {
         );
         assert_eq!(assigned_name("x = 1; acc = calloc(4, 8);", 14), Some("acc"));
         assert_eq!(assigned_name("x = 1; acc = calloc(4, 8);", 3), Some("x"));
+        assert_eq!(
+            assigned_name("for (int i = 0; i < 4; i++) a = malloc(8);", 34),
+            Some("a")
+        );
+        assert_eq!(assigned_name("{ xx = malloc(64); }", 8), Some("xx"));
         for other in [
             "t.items = malloc(8);",
             "p->next = malloc(8);",
