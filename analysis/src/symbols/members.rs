@@ -1496,43 +1496,31 @@ mod tests {
             ShapeKind::Record(m) => m[0].offset,
             _ => 0,
         };
-        // 24-byte elements: 8 bytes over a whole number of them is the count, either way.
-        let triple = leaf(24);
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(Arc::clone(&triple), 104, false)),
-            8
-        );
-        // 8-byte elements with a destructor: the count is one more element's room.
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(8), 64, true)),
-            8
-        );
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(4), 36, true)),
-            8
-        );
-        // alignas(16) of 16 bytes, alignas(64) of 64: one element's room.
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(16), 96, true)),
-            16
-        );
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(64), 256, true)),
-            64
-        );
-        // Without a destructor there is none; nor for sizes no cookie can fill.
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(8), 64, false)),
-            0
-        );
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(24), 96, true)),
-            0
-        );
-        // The block one element: no room for a count.
-        assert_eq!(
-            offset_of_first(&TypeShape::heap_array_of(leaf(8), 8, true)),
-            0
-        );
+        // Where the elements start in a block of `bytes` of `size`-byte elements.
+        let first = |size: u64, bytes: u64, destructor: bool| {
+            offset_of_first(&TypeShape::heap_array_of(leaf(size), bytes, destructor))
+        };
+        let cases = [
+            // 24-byte elements: 8 bytes over a whole number of them is the count, either way.
+            (24, 104, false, 8),
+            // 8- and 4-byte elements with a destructor: the count takes 8 bytes.
+            (8, 64, true, 8),
+            (4, 36, true, 8),
+            // alignas(16) of 16 bytes, alignas(64) of 64: one element's room.
+            (16, 96, true, 16),
+            (64, 256, true, 64),
+            // Without a destructor there is none; nor for sizes no cookie can fill.
+            (8, 64, false, 0),
+            (24, 96, true, 0),
+            // The block one element: no room for a count.
+            (8, 8, true, 0),
+        ];
+        for (size, bytes, destructor, expected) in cases {
+            assert_eq!(
+                first(size, bytes, destructor),
+                expected,
+                "{size}-byte elements in {bytes} bytes, destructor {destructor}"
+            );
+        }
     }
 }
