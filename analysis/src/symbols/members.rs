@@ -480,13 +480,7 @@ pub(crate) fn pointer_named<R: gimli::Reader>(
         ) {
             continue;
         }
-        let named = entry
-            .attr_value(gimli::DW_AT_name)
-            .ok()
-            .flatten()
-            .and_then(|v| unit.attr_string(v).ok())
-            .is_some_and(|s| s.to_string_lossy().is_ok_and(|s| s == name));
-        if !named {
+        if !has_name(unit, entry, name) {
             continue;
         }
         match pointee(unit, entry) {
@@ -880,6 +874,20 @@ fn pointee<R: gimli::Reader>(
     None
 }
 
+/// Whether `entry`'s `DW_AT_name` is `name`.
+fn has_name<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+    name: &str,
+) -> bool {
+    entry
+        .attr_value(gimli::DW_AT_name)
+        .ok()
+        .flatten()
+        .and_then(|v| unit.attr_string(v).ok())
+        .is_some_and(|s| s.to_string_lossy().is_ok_and(|s| s == name))
+}
+
 /// The type of template parameter `name` of the class at `at`.
 fn template_type_parameter<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
@@ -894,13 +902,7 @@ fn template_type_parameter<R: gimli::Reader>(
         if e.tag() != gimli::DW_TAG_template_type_parameter {
             continue;
         }
-        let this = e
-            .attr_value(gimli::DW_AT_name)
-            .ok()
-            .flatten()
-            .and_then(|v| unit.attr_string(v).ok())
-            .is_some_and(|s| s.to_string_lossy().is_ok_and(|s| s == name));
-        if this {
+        if has_name(unit, e, name) {
             if let Ok(Some(AttributeValue::UnitRef(o))) = e.attr_value(gimli::DW_AT_type) {
                 return Some(o);
             }
