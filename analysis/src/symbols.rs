@@ -885,38 +885,13 @@ impl Symbolizer {
         {
             return None;
         }
-        let text = frame
-            .column
-            .and_then(|column| Some((self.sources.raw_line(file, line)?.to_owned(), column)));
-        let declared = self
-            .with_unit_at(pos, |unit| {
-                members::pointer_declared_at(unit, file, line, block.size)
-            })
-            .flatten();
-        let declared = match declared {
-            // `struct vec *v = malloc(…); v->data = calloc(…);`: the second block is not `v`.
-            Some(d) => {
-                let declares = text.as_ref().is_none_or(|(text, column)| {
-                    source::statement_declares(text, *column, &d.name, !d.pointer)
-                });
-                if !declares {
-                    return None;
-                }
-                d
-            }
-            // `g_data = malloc(…)`: a variable declared elsewhere.
-            None => {
-                let (text, column) = text?;
-                let name = source::assigned_name(&text, column)?;
-                self.with_unit_at(pos, |unit| members::pointer_named(unit, name, block.size))??
-            }
-        };
+        let declared = self.pointer_of_line(pos, &frame, block.size, true)?;
         // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function:
         // a header and what follows it, not an array of headers. The function's pointer names
         // the block only when its caller's line holds it in a pointer of the same type
         // (`struct pair *p = make_pairs(…)`, `pairs = make_pairs(…)`).
         if let Some((outer_pos, outer)) = &caller {
-            let theirs = self.pointer_of_line(*outer_pos, outer, block.size);
+            let theirs = self.pointer_of_line(*outer_pos, outer, block.size, false);
             if theirs.is_none_or(|t| t.shape != declared.shape) {
                 return None;
             }
@@ -960,25 +935,35 @@ impl Symbolizer {
         })
     }
 
-    /// The pointer the line of `frame` (at code position `pos`) declares, or assigns to by a
-    /// plain name (see [`heap_variable`](Self::heap_variable)).
+    /// The pointer the line of `frame` (at code position `pos`) declares, or else assigns to
+    /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere). With
+    /// `statement`, a declared variable counts only if the statement at the frame's column
+    /// declares it (`struct vec *v = malloc(…); v->data = calloc(…);`: the second block is
+    /// not `v`).
     fn pointer_of_line(
         &mut self,
         pos: CodePos,
         frame: &InlinedCall,
         block: u64,
+        statement: bool,
     ) -> Option<members::DeclaredPointer> {
         let (file, line) = (frame.file.as_deref()?, frame.line?);
+        let text = frame
+            .column
+            .and_then(|column| Some((self.sources.raw_line(file, line)?.to_owned(), column)));
         let declared = self
             .with_unit_at(pos, |unit| {
                 members::pointer_declared_at(unit, file, line, block)
             })
             .flatten();
-        if declared.is_some() {
-            return declared;
+        if let Some(d) = declared {
+            let declares = !statement
+                || text.as_ref().is_none_or(|(text, column)| {
+                    source::statement_declares(text, *column, &d.name, !d.pointer)
+                });
+            return declares.then_some(d);
         }
-        let column = frame.column?;
-        let text = self.sources.raw_line(file, line)?.to_owned();
+        let (text, column) = text?;
         let name = source::assigned_name(&text, column)?;
         self.with_unit_at(pos, |unit| members::pointer_named(unit, name, block))?
     }
