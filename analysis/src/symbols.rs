@@ -119,6 +119,10 @@ pub struct InlinedCall {
     pub line: Option<u32>,
     /// Column of the call site (1-based; `None` when unknown).
     pub column: Option<u32>,
+    /// `line` is not the code's own: DWARF gave it line 0 (code the compiler merged from
+    /// several lines), and `line` is the nearest line before it, good for showing where the
+    /// code is but not for reading the source line as the code's statement.
+    pub line_guessed: bool,
 }
 
 /// The source location of a code position.
@@ -138,10 +142,13 @@ pub struct CodeLocation {
     pub compiler_made: bool,
     /// Source file, as DWARF gives it (compilation directory joined: usually absolute).
     pub file: Option<String>,
-    /// Source line (`None` when unknown, including DWARF's line 0).
+    /// Source line (`None` when unknown). For DWARF's line 0 (code the compiler merged from
+    /// several lines), the nearest line before it in the same file, with `line_guessed`.
     pub line: Option<u32>,
     /// Source column (1-based; `None` when unknown or DWARF's "left edge" 0).
     pub column: Option<u32>,
+    /// `line` is the nearest line before code DWARF gave line 0 ([`InlinedCall::line_guessed`]).
+    pub line_guessed: bool,
     /// Functions the innermost one was inlined into, innermost first, each with the call
     /// site; empty when the code is not inlined.
     pub inlined_into: Vec<InlinedCall>,
@@ -168,6 +175,7 @@ impl CodeLocation {
             file: self.file.clone(),
             line: self.line,
             column: self.column,
+            line_guessed: self.line_guessed,
         })
         .chain(self.inlined_into.iter().cloned())
     }
@@ -218,26 +226,36 @@ impl InlinedCall {
 }
 
 impl fmt::Display for InlinedCall {
-    /// `function (file.c:12:5)`, with the file's base name, as for [`CodeLocation`].
+    /// `function (file.c:12:5)`, with the file's base name (`file.c:~12` for a guessed line),
+    /// as for [`CodeLocation`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.function.as_deref().unwrap_or("?"))?;
-        write_position(f, self.file.as_deref(), self.line, self.column)
+        write_position(
+            f,
+            self.file.as_deref(),
+            self.line,
+            self.column,
+            self.line_guessed,
+        )
     }
 }
 
-/// ` (file.c:12:5)` with the file's base name; nothing without a file, the parts known.
+/// ` (file.c:12:5)` with the file's base name; nothing without a file, the parts known;
+/// ` (file.c:~12)` when 12 is only the nearest line before code merged from several lines.
 fn write_position(
     f: &mut fmt::Formatter<'_>,
     file: Option<&str>,
     line: Option<u32>,
     column: Option<u32>,
+    guessed: bool,
 ) -> fmt::Result {
     let Some(file) = file else {
         return Ok(());
     };
     write!(f, " ({}", base_name(file))?;
     if let Some(line) = line {
-        write!(f, ":{line}")?;
+        let about = if guessed { "~" } else { "" };
+        write!(f, ":{about}{line}")?;
         if let Some(col) = column {
             write!(f, ":{col}")?;
         }
@@ -253,7 +271,13 @@ impl fmt::Display for CodeLocation {
             Some(func) => f.write_str(func)?,
             None => write!(f, "{}+{:#x}", base_name(&self.module), self.module_address)?,
         }
-        write_position(f, self.file.as_deref(), self.line, self.column)
+        write_position(
+            f,
+            self.file.as_deref(),
+            self.line,
+            self.column,
+            self.line_guessed,
+        )
     }
 }
 
@@ -557,6 +581,7 @@ impl Symbolizer {
             file: None,
             line: None,
             column: None,
+            line_guessed: false,
             inlined_into: Vec::new(),
         };
         if let Some(ctx) = m.context() {
@@ -939,7 +964,8 @@ impl Symbolizer {
     /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere). With
     /// `statement`, a declared variable counts only if the statement at the frame's column
     /// declares it (`struct vec *v = malloc(…); v->data = calloc(…);`: the second block is
-    /// not `v`).
+    /// not `v`). None when the frame's line is only the nearest one before merged code
+    /// ([`InlinedCall::line_guessed`]).
     fn pointer_of_line(
         &mut self,
         pos: CodePos,
@@ -947,6 +973,11 @@ impl Symbolizer {
         block: u64,
         statement: bool,
     ) -> Option<members::DeclaredPointer> {
+        if frame.line_guessed {
+            // Code merged from several lines (clang -O2 making one `malloc` call of two
+            // branches'): the line before it need not be the allocation's.
+            return None;
+        }
         let (file, line) = (frame.file.as_deref()?, frame.line?);
         let text = frame
             .column
@@ -1084,11 +1115,15 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
             // Line 0: code the compiler could not give one line (clang merging two branches'
             // stores into one `cmov`); the nearest line before it in the same file says where
             // it is, as a report and a SARIF location need one.
-            let line = line.or_else(|| nearest_line_before(ctx, probe, file.as_deref()?));
+            let guessed = match (line, file.as_deref()) {
+                (None, Some(file)) => nearest_line_before(ctx, probe, file),
+                _ => None,
+            };
+            loc.line_guessed = guessed.is_some();
             loc.function = function;
             loc.compiler_made = compiler_made;
             loc.file = file;
-            loc.line = line;
+            loc.line = line.or(guessed);
             loc.column = column;
             first = false;
         } else {
@@ -1098,6 +1133,7 @@ fn read_frames(ctx: &module::Context, probe: u64, loc: &mut CodeLocation) {
                 file,
                 line,
                 column,
+                line_guessed: false,
             });
         }
     }

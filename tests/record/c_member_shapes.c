@@ -5,8 +5,9 @@
 // data[1]` last, the block larger), and heap blocks no variable names correctly, which must
 // stay byte offsets: from allocating wrappers whose own variables are raw bytes (`void *`,
 // `char *`) or a header they hand out the block past, and the second allocation of a line
-// that declares the first's variable; and a block assigned to a global declared elsewhere,
-// named after it.
+// that declares the first's variable, or one clang -O2 allocates by a call merged from two
+// branches (DWARF line 0: the line before it declares another pointer); and a block assigned
+// to a global declared elsewhere, named after it.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@ struct vec {
 };
 struct vec *vector;
 long *sums;
+long *merged;
+void *kept;
 
 __attribute__((noinline)) static void *xmalloc(size_t n)
 {
@@ -87,6 +90,7 @@ static void *work(void *arg)
             message->data[20]++;
             vector->data[1]++;
             sums[3]++;
+            merged[1]++;
         } else {
             hist.bins[3]++;
             seen += *(volatile long *)&queue.flag;
@@ -97,6 +101,7 @@ static void *work(void *arg)
             message->data[28]++;
             vector->data[2]++;
             sums[4]++;
+            merged[2]++;
             if (i % 1000 == 0)
                 queue.flag = 0;
         }
@@ -105,8 +110,9 @@ static void *work(void *arg)
     return (void *)seen;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argv;
     struct pair *p = xmalloc(4 * sizeof *p); /* PAIRS */
     memset(p, 0, 4 * sizeof *p);
     long *c = (long *)arena_get(8 * sizeof *c); /* COUNTS */
@@ -123,6 +129,16 @@ int main(void)
     vector = v;
     sums = aligned_alloc(64, 64); /* SUMS */
     memset(sums, 0, 64);
+    struct pair *before = calloc(1, sizeof *before); kept = before; /* BEFORE */
+    if (argc > 5) {
+        long *l = aligned_alloc(64, 64); /* LONG_BRANCH */
+        l[7] = argc;
+        merged = l;
+    } else {
+        struct pair *q = aligned_alloc(64, 64); /* PAIR_BRANCH */
+        q[3].b = argc;
+        merged = (long *)q;
+    }
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
         pthread_create(&t[k], 0, work, (void *)k);
@@ -138,5 +154,7 @@ int main(void)
     free(v->data);
     free(v);
     free(sums);
+    free(merged);
+    free(before);
     return 0;
 }
