@@ -1345,13 +1345,22 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
                 "{what}"
             );
             // Byte offsets, as no variable names these blocks from their start: wrappers'
-            // `void *` and `char *` (which they may hand out past a header), a header type
-            // other than the caller's, and `v->data` allocated on the line declaring `v`.
+            // `void *` and `char *` (which they may hand out past a header), and a header
+            // type other than the caller's.
             let bytes = |a: u64, b: u64| vec![part(1, true, "", a, 8), part(2, true, "", b, 8)];
             assert_eq!(from("XMALLOC"), bytes(8, 16), "{what}");
             assert_eq!(from("ARENA"), bytes(8, 16), "{what}");
             assert_eq!(from("HEADER"), bytes(24, 32), "{what}");
-            assert_eq!(from("VECTOR"), bytes(8, 16), "{what}");
+            // Allocated on the line declaring `v`, by the statement assigning `v->data`: named
+            // after the member (`struct vec`'s `long *data`, not `struct msg`'s `char data[1]`).
+            assert_eq!(
+                from("VECTOR"),
+                [
+                    part(1, true, "v->data[1]", 8, 8),
+                    part(2, true, "v->data[2]", 16, 8)
+                ],
+                "{what}"
+            );
             // Assigned to a global declared elsewhere: named after it.
             assert_eq!(
                 from("SUMS"),
@@ -1385,6 +1394,76 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
                     "{what}"
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("cxx_member_targets.cpp");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("targets-{compiler}{opt}");
+            let flags = [opt, "-g", "-pthread"];
+            let prog = build(dir.path(), &name, &cxx_of(compiler), &src, &flags);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(
+                record(&trace, &prog, &[], 1),
+                "200000 200000 200000 200000 4\n",
+                "{name}"
+            );
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name}: {:#}", json["findings"]);
+            assert_eq!(code, 1, "{what}");
+            let findings = json["findings"].as_array().unwrap();
+            let stores_from = |marker: &str| {
+                let line = u64::from(line_of(&src, marker));
+                let finding = findings
+                    .iter()
+                    .find(|f| {
+                        f["object"]["kind"] == "heap"
+                            && f["allocated_at"]["line"].as_u64() == Some(line)
+                    })
+                    .unwrap_or_else(|| panic!("no heap finding from {marker}: {what}"));
+                let mut parts = parts_of(finding);
+                parts.retain(|p| p.1);
+                parts
+            };
+            // In a constructor another function of the program calls: the member names the
+            // block, whatever the caller's line holds (a `Grid *`).
+            assert_eq!(
+                stores_from("THIS_CELLS"),
+                [
+                    part(1, true, "this->cells[1]", 8, 8),
+                    part(2, true, "this->cells[2]", 16, 8)
+                ],
+                "{what}"
+            );
+            // Through a member object; `Bytes` has a `data` member of another type.
+            assert_eq!(
+                stores_from("TABLE_DATA"),
+                [
+                    part(1, true, "holder->t.data[2]", 8, 4),
+                    part(2, true, "holder->t.data[3]", 12, 4)
+                ],
+                "{what}"
+            );
+            // `new Node`: one object, written with spaces around the arrows.
+            assert_eq!(
+                stores_from("NEXT"),
+                [
+                    part(1, true, "holder->head->next->id", 0, 8),
+                    part(2, true, "holder->head->next->hits", 8, 8)
+                ],
+                "{what}"
+            );
+            // An element's member: which element is not in the source.
+            assert_eq!(
+                stores_from("SLOTS"),
+                [part(1, true, "", 8, 8), part(2, true, "", 16, 8)],
+                "{what}"
+            );
         }
     }
 }

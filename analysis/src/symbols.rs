@@ -22,6 +22,7 @@
 //! (TLS symbols are per-thread offsets).
 
 mod alignment;
+mod assigned;
 mod callees;
 mod declarations;
 mod frames;
@@ -914,8 +915,9 @@ impl Symbolizer {
         // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function:
         // a header and what follows it, not an array of headers. The function's pointer names
         // the block only when its caller's line holds it in a pointer of the same type
-        // (`struct pair *p = make_pairs(…)`, `pairs = make_pairs(…)`).
-        if let Some((outer_pos, outer)) = &caller {
+        // (`struct pair *p = make_pairs(…)`, `pairs = make_pairs(…)`), or it stores the block
+        // in a member (`this->cells = new double[n]` in a constructor).
+        if let (Some((outer_pos, outer)), false) = (&caller, declared.member) {
             let theirs = self.pointer_of_line(*outer_pos, outer, block.size, false);
             if theirs.is_none_or(|t| t.shape != declared.shape) {
                 return None;
@@ -961,10 +963,11 @@ impl Symbolizer {
     }
 
     /// The pointer the line of `frame` (at code position `pos`) declares, or else assigns to
-    /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere). With
-    /// `statement`, a declared variable counts only if the statement at the frame's column
-    /// declares it (`struct vec *v = malloc(…); v->data = calloc(…);`: the second block is
-    /// not `v`). None when the frame's line is only the nearest one before merged code
+    /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere) or a path of
+    /// members (`v->data = calloc(…)`, named so; the last member's type, `data`'s, is the
+    /// block's). With `statement`, a declared variable counts only if the statement at the
+    /// frame's column declares it (`struct vec *v = malloc(…); v->data = calloc(…);`: the
+    /// second block is not `v` but `v->data`). None when the frame's line is only the nearest one before merged code
     /// ([`InlinedCall::line_guessed`]).
     fn pointer_of_line(
         &mut self,
@@ -992,11 +995,24 @@ impl Symbolizer {
                 || text.as_ref().is_none_or(|(text, column)| {
                     source::statement_declares(text, *column, &d.name, !d.pointer)
                 });
-            return declares.then_some(d);
+            if declares {
+                return Some(d);
+            }
         }
+        // Assigned, not declared: the name or member's type is DWARF's, its spelling the
+        // statement's (`v->data`).
         let (text, column) = text?;
-        let name = source::assigned_name(&text, column)?;
-        self.with_unit_at(pos, |unit| members::pointer_named(unit, name, block))?
+        let target = source::assigned_target(&text, column)?;
+        if target.steps.is_empty() {
+            return self
+                .with_unit_at(pos, |unit| members::pointer_named(unit, target.root, block))?;
+        }
+        let i = self.code_module(pos.addr())?;
+        let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
+        self.with_unit_at(pos, |unit| {
+            let name = target.path();
+            assigned::pointer_at_path(unit, probe, target.root, &target.steps, name, block)
+        })?
     }
 
     /// `read` of the DWARF unit that holds code position `pos`.

@@ -2,12 +2,12 @@
 // whose flexible array member is initialised statically (the symbol is larger than the type
 // DWARF gives), a flag one thread polls all the time and resets now and then (it reads the
 // flag, however rarely it also writes it), a message in the "struct hack" form (`char
-// data[1]` last, the block larger), and heap blocks no variable names correctly, which must
+// data[1]` last, the block larger), heap blocks no variable names correctly, which must
 // stay byte offsets: from allocating wrappers whose own variables are raw bytes (`void *`,
-// `char *`) or a header they hand out the block past, and the second allocation of a line
-// that declares the first's variable, or one clang -O2 allocates by a call merged from two
-// branches (DWARF line 0: the line before it declares another pointer); and a block assigned
-// to a global declared elsewhere, named after it.
+// `char *`) or a header they hand out the block past, or one clang -O2 allocates by a call
+// merged from two branches (DWARF line 0: the line before it declares another pointer); and
+// blocks named after what a statement assigns them to: a global declared elsewhere, and a
+// member (`v->data`) on a line that declares another variable (`v`).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -395,7 +395,7 @@ pub(crate) fn locals_at<R: gimli::Reader>(unit: gimli::UnitRef<'_, R>, pc: u64) 
 }
 
 /// Whether `entry`'s code ranges hold `pc`; `None` when it has none.
-fn covers<R: gimli::Reader>(
+pub(super) fn covers<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
     pc: u64,

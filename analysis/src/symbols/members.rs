@@ -423,6 +423,10 @@ pub(crate) struct DeclaredPointer {
     /// block's size the unit derives from it keep it (`B *b = new C` with `struct C : A, B`
     /// keeps `B` 8 bytes in).
     pub within_derived: Derived,
+    /// It is a data member the statement stores the block in (`v->data = …`), not a
+    /// variable: the block outlives the allocating function in an object whose type says
+    /// how the program reads it.
+    pub member: bool,
 }
 
 /// Where the classes of a block's size derived from a class keep it.
@@ -495,7 +499,7 @@ pub(crate) fn pointer_named<R: gimli::Reader>(
 /// a pointer), read into a [`DeclaredPointer`] for a block of `block` bytes; `None` when
 /// there is none or they differ. The same variable seen twice (an inlined copy's
 /// declaration, an `extern` declaration and the definition) is one.
-fn the_pointer<R: gimli::Reader>(
+pub(super) fn the_pointer<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     candidates: Vec<(String, gimli::UnitOffset<R::Offset>, bool)>,
     block: u64,
@@ -520,11 +524,12 @@ fn the_pointer<R: gimli::Reader>(
         pointer,
         destructor,
         within_derived,
+        member: false,
     })
 }
 
 /// `at` with typedefs and qualifiers followed.
-fn stripped<R: gimli::Reader>(
+pub(super) fn stripped<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     mut at: gimli::UnitOffset<R::Offset>,
 ) -> Option<gimli::UnitOffset<R::Offset>> {
@@ -819,7 +824,7 @@ fn file_name(path: &str) -> &str {
 /// qualifiers), the element type of a `std::vector` (its `_Tp` template parameter), what a
 /// `std::unique_ptr` holds (an array's element type); and whether the variable points to one
 /// object (a pointer or `unique_ptr<T>`) rather than holding elements.
-fn pointee<R: gimli::Reader>(
+pub(super) fn pointee<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     variable: &gimli::DebuggingInformationEntry<'_, '_, R>,
 ) -> Option<(gimli::UnitOffset<R::Offset>, bool)> {
@@ -875,7 +880,7 @@ fn pointee<R: gimli::Reader>(
 }
 
 /// Whether `entry`'s `DW_AT_name` is `name`.
-fn has_name<R: gimli::Reader>(
+pub(super) fn has_name<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
     name: &str,

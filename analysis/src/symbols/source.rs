@@ -104,11 +104,46 @@ fn read_source(path: &str) -> Option<Vec<u8>> {
     (bytes.len() as u64 <= MAX_SOURCE_BYTES).then_some(bytes)
 }
 
-/// The variable the statement of source line `line` holding column `column` (1-based, in
-/// bytes) assigns to, when it is a plain name: `g_data` of `g_data = malloc(n);`. Not a
-/// member (`t.items = …`, `p->next = …`), an element or a declaration (`double *y = …`, which
-/// DWARF's declaring line names).
-pub(crate) fn assigned_name(line: &str, column: u32) -> Option<&str> {
+/// What the statement of source line `line` holding column `column` (1-based, in bytes)
+/// assigns to: a plain name (`g_data` of `g_data = malloc(n);`) or a member reached from one
+/// through `.` and `->` (`v->data` of `v->data = calloc(…)`, `this->cells`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Assigned<'a> {
+    /// The first name: a variable (`v`).
+    pub root: &'a str,
+    /// The members after it, each with the step that reaches it (`->`, `data`).
+    pub steps: Vec<(Step, &'a str)>,
+}
+
+/// A step of an [`Assigned`] path to its next name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// `a.b`: `a` is an object.
+    Dot,
+    /// `a->b`: `a` is a pointer to one.
+    Arrow,
+}
+
+impl Assigned<'_> {
+    /// The target as written, without spaces: `v->data`.
+    pub(crate) fn path(&self) -> String {
+        let mut path = self.root.to_owned();
+        for (step, name) in &self.steps {
+            path.push_str(match step {
+                Step::Dot => ".",
+                Step::Arrow => "->",
+            });
+            path.push_str(name);
+        }
+        path
+    }
+}
+
+/// The target of the assignment the statement at `column` of `line` is ([`Assigned`]), when
+/// it is a plain name or a path of member names. Not an element (`a[i] = …`, `a[i].p = …`: which
+/// one is not written), a dereference, a compound assignment or a declaration (`double *y =
+/// …`, which DWARF's declaring line names).
+pub(crate) fn assigned_target(line: &str, column: u32) -> Option<Assigned<'_>> {
     let (start, end) = statement_at(line, column);
     let statement = &line[start..end];
     let bytes = statement.as_bytes();
@@ -126,19 +161,136 @@ pub(crate) fn assigned_name(line: &str, column: u32) -> Option<&str> {
                 }
                 let before = &statement[..i];
                 let after_bracket = before.rfind([')', '(', '{', '}']).map_or(0, |b| b + 1);
-                let target = before[after_bracket..].trim();
-                // `a += …`, `*p = …`, `x.y = …`, `T *v = …`: no plain name.
-                let plain = !target.is_empty()
-                    && target
-                        .bytes()
-                        .all(|c| c.is_ascii_alphanumeric() || c == b'_')
-                    && !target.as_bytes()[0].is_ascii_digit();
-                return plain.then_some(target);
+                let at = usize::try_from(column)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(1)
+                    .saturating_sub(start)
+                    .checked_sub(i + 1)?;
+                if !is_the_value(&statement[i + 1..], at) {
+                    return None;
+                }
+                return member_path(&before[after_bracket..]);
             }
             _ => {}
         }
     }
     None
+}
+
+/// Whether the expression `rhs` (what follows an assignment's `=`) is the allocation whose
+/// code position is at its byte `at`, maybe cast or parenthesized: a `new` expression, or a
+/// call (`malloc(…)`, `std::vector<long>(n)`) with `at` on its name, its parentheses or
+/// before (compilers place a call at its name or its parenthesis). Not an argument of another
+/// call (`wrap(malloc(8))`), an operand (`(char *)malloc(n) + 16`, a pointer past the block's
+/// start; `c ? malloc(8) : q`) or a subscript.
+fn is_the_value(rhs: &str, at: usize) -> bool {
+    let lead = rhs.len() - rhs.trim_start().len();
+    let (rhs, at) = (rhs.trim(), at.saturating_sub(lead));
+    if let Some(inner) = rhs.strip_prefix('(') {
+        let Some(close) = matching(rhs, 0) else {
+            return false;
+        };
+        let rest = &rhs[close + 1..];
+        if inner[..close - 1].trim_end().ends_with('*') {
+            // A cast: `(T *)malloc(…)`.
+            return is_the_value(rest, at.saturating_sub(close + 1));
+        }
+        // A parenthesized expression, nothing after it.
+        return rest.trim().is_empty() && at > 0 && is_the_value(&inner[..close - 1], at - 1);
+    }
+    for cast in ["static_cast<", "reinterpret_cast<"] {
+        if let Some(open) = rhs.starts_with(cast).then(|| rhs.find('(')).flatten() {
+            let Some(close) = matching(rhs, open) else {
+                return false;
+            };
+            return rhs[close + 1..].trim().is_empty()
+                && at > open
+                && is_the_value(&rhs[open + 1..close], at - open - 1);
+        }
+    }
+    if rhs.starts_with("new")
+        && !rhs[3..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    {
+        // `new T[n + 1]()`: no arithmetic outside its brackets and parentheses.
+        let mut depth = 0i32;
+        for (i, c) in rhs.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                '+' | '-' if depth == 0 && !rhs[i + 1..].starts_with('>') => return false,
+                _ => {}
+            }
+        }
+        return true;
+    }
+    // A call: a (qualified, maybe templated) name, its arguments, nothing after.
+    let name = rhs
+        .find(|c: char| {
+            !(c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '<' | '>' | ' ' | ',' | '*'))
+        })
+        .unwrap_or(rhs.len());
+    if name == 0 || rhs.as_bytes()[0].is_ascii_digit() || !rhs[name..].starts_with('(') {
+        return false;
+    }
+    let Some(close) = matching(rhs, name) else {
+        return false;
+    };
+    rhs[close + 1..].trim().is_empty() && (at <= name || at == close)
+}
+
+/// The byte of the `)` that closes the `(` at byte `open` of `text`.
+fn matching(text: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices().skip_while(|&(i, _)| i < open) {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `target` read as names joined by `.` or `->` (spaces around each allowed).
+fn member_path(target: &str) -> Option<Assigned<'_>> {
+    let identifier = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+            && !s.as_bytes()[0].is_ascii_digit()
+    };
+    let mut names = Vec::new();
+    let mut step = None;
+    let mut rest = target.trim();
+    loop {
+        let cut = rest.find(['.', '-']).unwrap_or(rest.len());
+        let name = rest[..cut].trim();
+        if !identifier(name) {
+            return None;
+        }
+        names.push((step, name));
+        let tail = &rest[cut..];
+        let (next, len) = if tail.starts_with('.') {
+            (Step::Dot, 1)
+        } else if tail.starts_with("->") {
+            (Step::Arrow, 2)
+        } else if tail.is_empty() {
+            break;
+        } else {
+            // `a -= …` reads as a `-` here; `*p`, `x[i]` and `T *v` fail as names above.
+            return None;
+        };
+        step = Some(next);
+        rest = &tail[len..];
+    }
+    let mut names = names.into_iter();
+    let (_, root) = names.next()?;
+    let steps = names.map(|(s, n)| Some((s?, n))).collect::<Option<_>>()?;
+    Some(Assigned { root, steps })
 }
 
 /// The byte range of the statement of `line` that holds column `column` (1-based): cut at
@@ -222,7 +374,10 @@ mod tests {
         let step = "for (Quad *it = nullptr; !it; it = next(it)) r2 = new Pair[4];";
         let new_at = step.find("new").unwrap() as u32 + 1;
         assert!(!statement_declares(step, new_at, "it", false));
-        assert_eq!(assigned_name(step, new_at), Some("r2"));
+        assert_eq!(
+            assigned_target(step, new_at).map(|a| a.path()),
+            Some("r2".into())
+        );
         // A vector declared, then grown, on one line.
         let grown = "std::vector<Acc> dst; for (int i = 0; i < 8; i++) dst.push_back(a[i]);";
         let push = grown.find("push_back").unwrap() as u32 + 1;
@@ -231,28 +386,68 @@ mod tests {
     }
 
     #[test]
-    fn the_target_of_an_assignment_is_a_plain_name_only() {
+    fn the_target_of_an_assignment_is_a_name_or_a_member_path() {
+        let target = |line: &str, column: u32| assigned_target(line, column).map(|a| a.path());
+        let named = |path: &str| Some(path.to_owned());
+        assert_eq!(target("  g_data = malloc(n * 8);", 12), named("g_data"));
         assert_eq!(
-            assigned_name("  g_data = malloc(n * 8);", 12),
-            Some("g_data")
+            target("x = malloc(1); acc = calloc(4, 8);", 22),
+            named("acc")
         );
-        assert_eq!(assigned_name("x = 1; acc = calloc(4, 8);", 14), Some("acc"));
-        assert_eq!(assigned_name("x = 1; acc = calloc(4, 8);", 3), Some("x"));
+        assert_eq!(target("x = malloc(1); acc = calloc(4, 8);", 5), named("x"));
         assert_eq!(
-            assigned_name("for (int i = 0; i < 4; i++) a = malloc(8);", 34),
-            Some("a")
+            target("for (int i = 0; i < 4; i++) a = malloc(8);", 34),
+            named("a")
         );
-        assert_eq!(assigned_name("{ xx = malloc(64); }", 8), Some("xx"));
+        assert_eq!(target("{ xx = malloc(64); }", 8), named("xx"));
+        assert_eq!(target("t.items = malloc(8);", 12), named("t.items"));
+        assert_eq!(target("p->next = malloc(8);", 12), named("p->next"));
+        assert_eq!(
+            assigned_target("  this -> grid . cells = new double[n];", 30),
+            Some(Assigned {
+                root: "this",
+                steps: vec![(Step::Arrow, "grid"), (Step::Dot, "cells")],
+            })
+        );
+        // The allocation is the value assigned, maybe cast.
+        let value = |line: &str| target(line, line.find("malloc").unwrap() as u32 + 1);
+        assert_eq!(value("p = (long *)malloc(8);"), named("p"));
+        assert_eq!(value("p = static_cast<long *>(malloc(8));"), named("p"));
+        assert_eq!(
+            value("h = (struct hdr *)(malloc(sizeof *h + n));"),
+            named("h")
+        );
+        assert_eq!(value("p = c ? malloc(8) : q;"), None);
+        assert_eq!(value("p = wrap(malloc(8));"), None);
+        assert_eq!(value("p = (char *)malloc(64) + 16;"), None);
+        assert_eq!(value("p = 16 + (char *)malloc(64);"), None);
+        assert_eq!(value("p = table[malloc(8) != 0];"), None);
+        assert_eq!(value("p = (*get)(malloc(8));"), None);
+        assert_eq!(
+            target("p->v = new double[n + 1];", 8),
+            named("p->v"),
+            "the count's arithmetic is the allocation's"
+        );
+        // g++ places `new T[n]()` at its last parenthesis, a call at its parenthesis.
+        assert_eq!(target("c = new double[n]();", 19), named("c"));
+        assert_eq!(target("c = malloc (8);", 12), named("c"));
+        assert_eq!(target("c = malloc(sizeof(long));", 19), None);
+        assert_eq!(target("p = (new Node) + 1;", 6), None);
         for other in [
-            "t.items = malloc(8);",
-            "p->next = malloc(8);",
             "double *y = malloc(8);",
             "a[i] = malloc(8);",
+            "a[i].p = malloc(8);",
+            "*p = malloc(8);",
+            "p->q[1] = malloc(8);",
+            "x -= 8 + g(malloc(8));",
+            "p. = malloc(8);",
+            "p->2 = malloc(8);",
             "if (p == malloc(8)) {}",
             "n += f(malloc(8));",
             "free(malloc(8));",
+            "A::b = malloc(8);",
         ] {
-            assert_eq!(assigned_name(other, 12), None, "{other}");
+            assert_eq!(target(other, 12), None, "{other}");
         }
     }
 
