@@ -1410,7 +1410,7 @@ fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
             let trace = dir.path().join(format!("{name}.cstrace"));
             assert_eq!(
                 record(&trace, &prog, &[], 1),
-                "200000 200000 200000 200000 4\n",
+                "200000 200000 200000 200000 4 200000 200000\n",
                 "{name}"
             );
             let (code, json, _) = audit_json(&trace);
@@ -1455,6 +1455,23 @@ fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
                 [
                     part(1, true, "holder->head->next->id", 0, 8),
                     part(2, true, "holder->head->next->hits", 8, 8)
+                ],
+                "{what}"
+            );
+            // Set by constructors' member initializers.
+            assert_eq!(
+                stores_from("RING_BUFFER"),
+                [
+                    part(1, true, "this->slots[1]", 8, 8),
+                    part(2, true, "this->slots[2]", 16, 8)
+                ],
+                "{what}"
+            );
+            assert_eq!(
+                stores_from("POOL"),
+                [
+                    part(1, true, "this->free_list[2]", 8, 4),
+                    part(2, true, "this->free_list[3]", 12, 4)
                 ],
                 "{what}"
             );

@@ -965,10 +965,11 @@ impl Symbolizer {
     /// The pointer the line of `frame` (at code position `pos`) declares, or else assigns to
     /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere) or a path of
     /// members (`v->data = calloc(…)`, named so; the last member's type, `data`'s, is the
-    /// block's). With `statement`, a declared variable counts only if the statement at the
-    /// frame's column declares it (`struct vec *v = malloc(…); v->data = calloc(…);`: the
-    /// second block is not `v` but `v->data`). None when the frame's line is only the nearest one before merged code
-    /// ([`InlinedCall::line_guessed`]).
+    /// block's), or a constructor's member initializer sets (`cells(new double[n])`, named
+    /// `this->cells`). With `statement`, a declared variable counts only if the statement at
+    /// the frame's column declares it (`struct vec *v = malloc(…); v->data = calloc(…);`:
+    /// the second block is not `v` but `v->data`). None when the frame's line is only the
+    /// nearest one before merged code ([`InlinedCall::line_guessed`]).
     fn pointer_of_line(
         &mut self,
         pos: CodePos,
@@ -1002,7 +1003,8 @@ impl Symbolizer {
         // Assigned, not declared: the name or member's type is DWARF's, its spelling the
         // statement's (`v->data`).
         let (text, column) = text?;
-        let target = source::assigned_target(&text, column)?;
+        let target = source::assigned_target(&text, column)
+            .or_else(|| source::initialized_member(&text, column))?;
         if target.steps.is_empty() {
             return self
                 .with_unit_at(pos, |unit| members::pointer_named(unit, target.root, block))?;

@@ -35,6 +35,22 @@ struct Holder {
     Node *head;
 };
 
+struct Ring {
+    long head;
+    long *slots;
+    explicit Ring(long n) : head(0), slots(new long[n]()) {} /* RING_BUFFER */
+    ~Ring() { delete[] slots; }
+};
+
+struct Pool {
+    int *free_list;
+    Pool()
+        : free_list(static_cast<int *>(calloc(16, sizeof(int)))) /* POOL */
+    {
+    }
+    ~Pool() { free(free_list); }
+};
+
 struct Slots {
     long *counts;
 };
@@ -43,6 +59,8 @@ Grid *grid;
 Holder *holder;
 Bytes bytes = {{1, 2, 3, 4}};
 Slots slots[2];
+Ring *ring;
+Pool *pool;
 
 static void *work(void *arg)
 {
@@ -53,11 +71,15 @@ static void *work(void *arg)
             holder->t.data[2]++;
             holder->head->next->id++;
             slots[0].counts[1]++;
+            ring->slots[1]++;
+            pool->free_list[2]++;
         } else {
             grid->cells[2] += 1;
             holder->t.data[3]++;
             holder->head->next->hits++;
             slots[0].counts[2]++;
+            ring->slots[2]++;
+            pool->free_list[3]++;
         }
         __asm__ volatile("" ::: "memory");
     }
@@ -77,15 +99,18 @@ int main()
         slots[i].counts = static_cast<long *>(aligned_alloc(64, 64)); /* SLOTS */
     for (int i = 0; i < 8; ++i)
         slots[0].counts[i] = 0;
+    ring = new Ring(8);
+    pool = new Pool();
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
         pthread_create(&t[k], nullptr, work, reinterpret_cast<void *>(k));
     for (int k = 0; k < 2; ++k)
         pthread_join(t[k], nullptr);
     Node *next = holder->head->next;
-    std::printf("%.0f %d %ld %ld %d\n", grid->cells[1] + grid->cells[2],
+    std::printf("%.0f %d %ld %ld %d %ld %d\n", grid->cells[1] + grid->cells[2],
                 holder->t.data[2] + holder->t.data[3], next->id + next->hits,
-                slots[0].counts[1] + slots[0].counts[2], bytes.data[3]);
+                slots[0].counts[1] + slots[0].counts[2], bytes.data[3],
+                ring->slots[1] + ring->slots[2], pool->free_list[2] + pool->free_list[3]);
     for (int i = 0; i < 2; ++i)
         free(slots[i].counts);
     delete next;
@@ -93,5 +118,7 @@ int main()
     free(holder->t.data);
     delete holder;
     delete grid;
+    delete ring;
+    delete pool;
     return 0;
 }

@@ -36,6 +36,13 @@ pub(crate) fn pointer_at_path<R: gimli::Reader>(
     let class = class_of(unit, ty, last_step)?;
     let entry = unit.entry(member_of(unit, class, last, 0)?).ok()?;
     let (target, pointer) = pointee(unit, &entry)?;
+    if unit
+        .entry(target)
+        .is_ok_and(|t| t.tag() == gimli::DW_TAG_subroutine_type)
+    {
+        // A function pointer `cb(new X)` would call, not hold the block.
+        return None;
+    }
     let mut declared = the_pointer(unit, vec![(name, target, pointer)], block)?;
     declared.member = true;
     Some(declared)

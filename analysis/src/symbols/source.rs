@@ -177,6 +177,45 @@ pub(crate) fn assigned_target(line: &str, column: u32) -> Option<Assigned<'_>> {
     None
 }
 
+/// The data member a constructor's member initializer at column `column` of `line` sets to
+/// the allocation there, as the path `this->NAME`: `cells(new double[n]())` or `cells{…}` after
+/// the initializer list's `:` or `,`, or first on its line (an initializer list spread over
+/// lines). The allocation must be the initializer's value (as for an assignment): not an
+/// argument of another call in it, and not a constructor's arguments (`items(n)` of a
+/// `std::vector`).
+pub(crate) fn initialized_member(line: &str, column: u32) -> Option<Assigned<'_>> {
+    let at = usize::try_from(column).ok()?.checked_sub(1)?;
+    // The outermost parenthesis or brace open at `at` (casts inside it are the value's).
+    let mut open: Vec<usize> = Vec::new();
+    for (i, c) in line.char_indices().take_while(|&(i, _)| i < at) {
+        match c {
+            '(' | '{' => open.push(i),
+            ')' | '}' => {
+                open.pop()?;
+            }
+            _ => {}
+        }
+    }
+    let &group = open.first()?;
+    let close = closing(line, group)?;
+    let before = line[..group].trim_end();
+    let name_at = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    let name = &before[name_at..];
+    if name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
+        return None;
+    }
+    let lead = line[..name_at].trim_end();
+    let listed =
+        lead.is_empty() || lead.ends_with(',') || (lead.ends_with(':') && !lead.ends_with("::"));
+    let value = &line[group + 1..close];
+    (listed && is_the_value(value, at - group - 1)).then(|| Assigned {
+        root: "this",
+        steps: vec![(Step::Arrow, name)],
+    })
+}
+
 /// Whether the expression `rhs` (what follows an assignment's `=`) is the allocation whose
 /// code position is at its byte `at`, maybe cast or parenthesized: a `new` expression, or a
 /// call (`malloc(…)`, `std::vector<long>(n)`) with `at` on its name, its parentheses or
@@ -236,6 +275,24 @@ fn is_the_value(rhs: &str, at: usize) -> bool {
         return false;
     };
     rhs[close + 1..].trim().is_empty() && (at <= name || at == close)
+}
+
+/// The byte of the `)` or `}` that closes the `(` or `{` at byte `open` of `line`.
+fn closing(line: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in line.char_indices().skip_while(|&(i, _)| i < open) {
+        match c {
+            '(' | '{' => depth += 1,
+            ')' | '}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The byte of the `)` that closes the `(` at byte `open` of `text`.
@@ -433,6 +490,36 @@ mod tests {
         assert_eq!(target("c = malloc (8);", 12), named("c"));
         assert_eq!(target("c = malloc(sizeof(long));", 19), None);
         assert_eq!(target("p = (new Node) + 1;", 6), None);
+        // A constructor's member initializers.
+        let init = "Grid(long n) : n(n), cells(new double[n]()) {}";
+        let new_at = init.find("new").unwrap() as u32 + 1;
+        assert_eq!(assigned_target(init, new_at), None);
+        assert_eq!(
+            initialized_member(init, new_at).map(|a| a.path()),
+            named("this->cells")
+        );
+        let init = "    , buf{static_cast<char *>(malloc(n))}";
+        let malloc_at = init.find("malloc").unwrap() as u32 + 1;
+        assert_eq!(
+            initialized_member(init, malloc_at).map(|a| a.path()),
+            named("this->buf")
+        );
+        let init = "      cells(new double[n])";
+        assert_eq!(
+            initialized_member(init, 13).map(|a| a.path()),
+            named("this->cells")
+        );
+        for other in [
+            // Arguments of a call, a constructor's, a call in a body, a qualified call.
+            "  : cells(wrap(new double[n])) {}",
+            "  : items(n * 8, new double[n]) {}",
+            "f(a, g(new double[n]));",
+            "  std::make(new double[n]);",
+            "  if (ok) cells(new double[n]);",
+        ] {
+            let new_at = other.find("new").unwrap() as u32 + 1;
+            assert_eq!(initialized_member(other, new_at), None, "{other}");
+        }
         for other in [
             "double *y = malloc(8);",
             "a[i] = malloc(8);",
