@@ -873,21 +873,21 @@ impl Symbolizer {
         (first, None)
     }
 
-    /// The variable the program's allocating line declares to hold `block` (`double *y =
-    /// malloc(…)`, `std::vector<Acc> accs(n)`) and the block's shape as an array of what it
-    /// points to, when DWARF has exactly one such variable on that line and the statement
-    /// that allocates declares it: names the members of a heap block (`y[3]`, `accs[1].sum`),
-    /// whose type the trace does not record. The allocator called there (`callees.rs`) says
-    /// the layout: `new` one object (`node->id`; a larger block is a derived class's, whose
-    /// other bytes are named as the object, and which keeps the pointer's class where the
-    /// unit's classes of that size derived from it do — no name when they disagree or there
-    /// are none), `new[]`
-    /// an array maybe after its count, a C allocator an array and never a count. Not named:
-    /// a block the declared vector's elements allocated on that line (a row of
-    /// `std::vector<std::vector<long>>`, a `std::vector<bool>`'s words), and one an
-    /// allocating function of the program's (with a caller of the program's) holds in a
-    /// `void *` or `char *`, or in a pointer its caller's line does not hold it in too: it may
-    /// hand the block out past a header.
+    /// The variable or member the program's allocating statement puts `block` in, and the
+    /// block's shape as what it points to: the variable the statement declares (`double *y
+    /// = malloc(…)`, `std::vector<Acc> accs(n)`, when DWARF has exactly one on that line),
+    /// else the name or member path it assigns the block to (`g_data = …`, `v->data = …`) or
+    /// a constructor's member initializer sets (see `pointer_of_line`). Names the members of a
+    /// heap block (`y[3]`, `accs[1].sum`), whose type the trace does not record. The
+    /// allocator called there (`callees.rs`) says the layout: `new` one object (`node->id`;
+    /// a larger block is a derived class's, whose other bytes are named as the object, and
+    /// which keeps the pointer's class where the unit's classes of that size derived from it
+    /// do — no name when they disagree or there are none), `new[]` an array maybe after its
+    /// count, a C allocator an array and never a count. Not named: a block the declared
+    /// vector's elements allocated on that line (a row of `std::vector<std::vector<long>>`,
+    /// a `std::vector<bool>`'s words), and one an allocating function of the program's (with
+    /// a caller of the program's) holds in a `void *` or `char *` variable, or in a variable
+    /// its caller's line does not hold it in too: it may hand the block out past a header.
     pub fn heap_variable(&mut self, block: &HeapBlock) -> Option<HeapVariable> {
         let (Some((pos, frame)), caller) = self.allocation_frames_at(block) else {
             return None;
@@ -965,8 +965,8 @@ impl Symbolizer {
     /// The pointer the line of `frame` (at code position `pos`) declares, or else assigns to
     /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere) or a path of
     /// members (`v->data = calloc(…)`, named so; the last member's type, `data`'s, is the
-    /// block's), or a constructor's member initializer sets (`cells(new double[n])`, named
-    /// `this->cells`). With `statement`, a declared variable counts only if the statement at
+    /// block's), a constructor's member initializer sets (`cells(new double[n])`, named
+    /// `this->cells`) or `posix_memalign` stores it through (`&accs`). With `statement`, a declared variable counts only if the statement at
     /// the frame's column declares it (`struct vec *v = malloc(…); v->data = calloc(…);`:
     /// the second block is not `v` but `v->data`). None when the frame's line is only the
     /// nearest one before merged code ([`InlinedCall::line_guessed`]).
@@ -1003,18 +1003,43 @@ impl Symbolizer {
         // Assigned, not declared: the name or member's type is DWARF's, its spelling the
         // statement's (`v->data`).
         let (text, column) = text?;
-        let target = source::assigned_target(&text, column)
-            .or_else(|| source::initialized_member(&text, column))?;
-        if target.steps.is_empty() {
-            return self
-                .with_unit_at(pos, |unit| members::pointer_named(unit, target.root, block))?;
-        }
         let i = self.code_module(pos.addr())?;
-        let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
-        self.with_unit_at(pos, |unit| {
-            let name = target.path();
-            assigned::pointer_at_path(unit, probe, target.root, &target.steps, name, block)
-        })?
+        let at = assigned::Statement {
+            pc: pos.addr().wrapping_sub(self.entries[i].info.load_bias),
+            // The frames of code inlined into the statement's function, there.
+            inlined: self.code_pos(pos)?.frames().position(|f| &f == frame)?,
+            file,
+            line,
+        };
+        // What the statement's own call instruction calls (not inlined library code's, as
+        // `std::vector`'s): the allocation written there must call it.
+        let callee = match (statement, at.inlined) {
+            (true, 0) => self
+                .open(i)?
+                .call_sites
+                .callee_at(at.pc)
+                .and_then(|name| Allocator::spelled(&name).map(str::to_owned)),
+            _ => None,
+        };
+        let callee = callee.as_deref();
+        let targets = [
+            source::assigned_target(&text, column, callee),
+            source::initialized_member(&text, column, callee),
+            source::out_parameter_target(&text, column, callee),
+        ];
+        for target in targets.into_iter().flatten() {
+            let found = self.with_unit_at(pos, |unit| {
+                if target.steps.is_empty() {
+                    return members::pointer_named(unit, target.root, block);
+                }
+                let name = target.path();
+                assigned::pointer_at_path(unit, &at, target.root, &target.steps, name, block)
+            });
+            if let Some(Some(pointer)) = found {
+                return Some(pointer);
+            }
+        }
+        None
     }
 
     /// `read` of the DWARF unit that holds code position `pos`.

@@ -7,7 +7,8 @@
 // `char *`) or a header they hand out the block past, or one clang -O2 allocates by a call
 // merged from two branches (DWARF line 0: the line before it declares another pointer); and
 // blocks named after what a statement assigns them to: a global declared elsewhere, and a
-// member (`v->data`) on a line that declares another variable (`v`).
+// member (`v->data`) on a line that declares another variable (`v`); or whose address it
+// hands `posix_memalign` (`&apairs`, `&spare.data`).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ struct vec *vector;
 long *sums;
 long *merged;
 void *kept;
+struct pair *apairs;
+struct vec spare;
 
 __attribute__((noinline)) static void *xmalloc(size_t n)
 {
@@ -91,6 +94,8 @@ static void *work(void *arg)
             vector->data[1]++;
             sums[3]++;
             merged[1]++;
+            apairs[0].b++;
+            spare.data[1]++;
         } else {
             hist.bins[3]++;
             seen += *(volatile long *)&queue.flag;
@@ -102,6 +107,8 @@ static void *work(void *arg)
             vector->data[2]++;
             sums[4]++;
             merged[2]++;
+            apairs[1].a++;
+            spare.data[2]++;
             if (i % 1000 == 0)
                 queue.flag = 0;
         }
@@ -139,6 +146,12 @@ int main(int argc, char **argv)
         q[3].b = argc;
         merged = (long *)q;
     }
+    if (posix_memalign((void **)&apairs, 64, 4 * sizeof *apairs) != 0) /* APAIRS */
+        return 1;
+    memset(apairs, 0, 4 * sizeof *apairs);
+    if (posix_memalign((void **)&spare.data, 64, 64)) /* SPARE */
+        return 1;
+    memset(spare.data, 0, 64);
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
         pthread_create(&t[k], 0, work, (void *)k);
@@ -155,6 +168,8 @@ int main(int argc, char **argv)
     free(v);
     free(sums);
     free(merged);
+    free(apairs);
+    free(spare.data);
     free(before);
     return 0;
 }

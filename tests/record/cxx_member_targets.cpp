@@ -51,6 +51,22 @@ struct Pool {
     ~Pool() { free(free_list); }
 };
 
+struct Chars {
+    char *data;
+};
+struct Longs {
+    long *data;
+};
+Chars *cfg;
+
+struct Engine {
+    Longs *cfg;
+    __attribute__((noinline)) void init() { cfg->data = new long[8](); } /* IMPLICIT_THIS */
+};
+Engine engine;
+Longs engine_cfg;
+Longs *lambda_longs;
+
 struct Slots {
     long *counts;
 };
@@ -73,6 +89,8 @@ static void *work(void *arg)
             slots[0].counts[1]++;
             ring->slots[1]++;
             pool->free_list[2]++;
+            engine.cfg->data[1]++;
+            lambda_longs->data[1]++;
         } else {
             grid->cells[2] += 1;
             holder->t.data[3]++;
@@ -80,6 +98,8 @@ static void *work(void *arg)
             slots[0].counts[2]++;
             ring->slots[2]++;
             pool->free_list[3]++;
+            engine.cfg->data[2]++;
+            lambda_longs->data[2]++;
         }
         __asm__ volatile("" ::: "memory");
     }
@@ -99,6 +119,12 @@ int main()
         slots[i].counts = static_cast<long *>(aligned_alloc(64, 64)); /* SLOTS */
     for (int i = 0; i < 8; ++i)
         slots[0].counts[i] = 0;
+    engine.cfg = &engine_cfg;
+    engine.init();
+    Longs *lv = new Longs();
+    auto attach = [&] { lv->data = new long[8](); }; /* LAMBDA */
+    attach();
+    lambda_longs = lv;
     ring = new Ring(8);
     pool = new Pool();
     pthread_t t[2];
@@ -111,6 +137,8 @@ int main()
                 holder->t.data[2] + holder->t.data[3], next->id + next->hits,
                 slots[0].counts[1] + slots[0].counts[2], bytes.data[3],
                 ring->slots[1] + ring->slots[2], pool->free_list[2] + pool->free_list[3]);
+    std::printf("%ld %ld %d\n", engine.cfg->data[1] + engine.cfg->data[2],
+                lv->data[1] + lv->data[2], cfg == nullptr);
     for (int i = 0; i < 2; ++i)
         free(slots[i].counts);
     delete next;
@@ -119,6 +147,9 @@ int main()
     delete holder;
     delete grid;
     delete ring;
+    delete[] engine.cfg->data;
+    delete[] lv->data;
+    delete lv;
     delete pool;
     return 0;
 }

@@ -7,27 +7,44 @@
 
 use addr2line::gimli::{self, AttributeValue};
 
-use super::locals::covers;
+use super::locals::{covers, decl_file};
 use super::members::{has_name, pointee, stripped, the_pointer, DeclaredPointer};
 use super::source::Step;
+
+/// An entry of a unit read by `R`.
+type Offset<R> = gimli::UnitOffset<<R as gimli::Reader>::Offset>;
 
 /// How deep the DWARF tree is read for scopes, and how many bases a member is searched
 /// through: bounds against a hostile or looping type graph.
 const MAX_DEPTH: usize = 24;
 
-/// The member the path `root` then `steps` names, at code address `pc` of `unit`, read as a
-/// pointer to a block of `block` bytes (as [`super::members::pointer_declared_at`]; its name
-/// is `name`). `None` when the root is not a variable in scope, a step does not fit its type
-/// (`->` on a non-pointer) or a member is not found.
+/// Where an allocating statement is: its code address, how many functions inlined into
+/// the statement's own function hold that address (library code, `std::vector`'s), and its
+/// file and line.
+pub(crate) struct Statement<'a> {
+    /// Code address in the module (link-time).
+    pub pc: u64,
+    /// Inlined functions inside the statement's function at `pc`.
+    pub inlined: usize,
+    /// The statement's source file.
+    pub file: &'a str,
+    /// The statement's line.
+    pub line: u32,
+}
+
+/// The member the path `root` then `steps` names, at `at`, read as a pointer to a block of
+/// `block` bytes (as [`super::members::pointer_declared_at`]; its name is `name`). `None`
+/// when the root is not a variable the statement sees (see [`root_type`]), a step does not
+/// fit its type (`->` on a non-pointer) or a member is not found.
 pub(crate) fn pointer_at_path<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
-    pc: u64,
+    at: &Statement<'_>,
     root: &str,
     steps: &[(Step, &str)],
     name: String,
     block: u64,
 ) -> Option<DeclaredPointer> {
-    let mut ty = type_of(&unit.entry(variable_in_scope(unit, pc, root)?).ok()?)?;
+    let (mut ty, function) = root_type(unit, at, root)?;
     let (&(last_step, last), path) = steps.split_last()?;
     for &(step, member) in path {
         let class = class_of(unit, ty, step)?;
@@ -44,8 +61,36 @@ pub(crate) fn pointer_at_path<R: gimli::Reader>(
         return None;
     }
     let mut declared = the_pointer(unit, vec![(name, target, pointer)], block)?;
-    declared.member = true;
+    declared.member = returns_nothing(unit, function);
     Some(declared)
+}
+
+/// Whether the function at `function` (a subprogram or an inlined call of one) returns
+/// nothing: a constructor, `void init(struct obj *o)`. Its type is on its declaration.
+fn returns_nothing<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    function: gimli::UnitOffset<R::Offset>,
+) -> bool {
+    let mut at = function;
+    for _ in 0..MAX_DEPTH {
+        let Ok(entry) = unit.entry(at) else {
+            return false;
+        };
+        if entry.attr_value(gimli::DW_AT_type).ok().flatten().is_some() {
+            return false;
+        }
+        let next = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|a| match entry.attr_value(a) {
+                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                _ => None,
+            });
+        match next {
+            Some(o) => at = o,
+            None => return true,
+        }
+    }
+    false
 }
 
 /// The type `DW_AT_type` of `entry` names.
@@ -65,12 +110,19 @@ fn class_of<R: gimli::Reader>(
     step: Step,
 ) -> Option<gimli::UnitOffset<R::Offset>> {
     let mut at = stripped(unit, ty)?;
-    if step == Step::Arrow {
-        let pointer = unit.entry(at).ok()?;
-        if pointer.tag() != gimli::DW_TAG_pointer_type {
-            return None;
-        }
-        at = stripped(unit, type_of(&pointer)?)?;
+    let refers = |tag| match step {
+        Step::Arrow => tag == gimli::DW_TAG_pointer_type,
+        // `T &r = …; r.data = …`: a reference is the object.
+        Step::Dot => matches!(
+            tag,
+            gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type
+        ),
+    };
+    let outer = unit.entry(at).ok()?;
+    if refers(outer.tag()) {
+        at = stripped(unit, type_of(&outer)?)?;
+    } else if step == Step::Arrow {
+        return None;
     }
     let class = unit.entry(at).ok()?;
     matches!(
@@ -80,7 +132,8 @@ fn class_of<R: gimli::Reader>(
     .then_some(at)
 }
 
-/// The data member `name` of the class at `class`, or of one of its bases.
+/// The data member `name` of the class at `class`, or of one of its bases or anonymous
+/// structs and unions (`struct { long *q; };` inside it).
 fn member_of<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     class: gimli::UnitOffset<R::Offset>,
@@ -98,28 +151,58 @@ fn member_of<R: gimli::Reader>(
         let e = child.entry();
         match e.tag() {
             gimli::DW_TAG_member if has_name(unit, e, name) => return Some(e.offset()),
+            gimli::DW_TAG_member if e.attr_value(gimli::DW_AT_name).ok().flatten().is_none() => {
+                bases.extend(type_of(e));
+            }
             gimli::DW_TAG_inheritance => bases.extend(type_of(e)),
             _ => {}
         }
     }
     bases.into_iter().find_map(|b| {
         let base = stripped(unit, b)?;
-        member_of(unit, base, name, depth + 1)
+        let tag = unit.entry(base).ok()?.tag();
+        let class = matches!(
+            tag,
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type
+        );
+        class
+            .then(|| member_of(unit, base, name, depth + 1))
+            .flatten()
     })
 }
 
-/// The variable or parameter named `name` that code at `pc` sees: the one declared in the
-/// innermost scope (function, lexical block) around `pc`, else the unit's global. `None` when
-/// there is none, or the innermost scope that has one has several.
-fn variable_in_scope<R: gimli::Reader>(
+/// A variable or parameter of the unit named as a root, or `this`.
+struct Variable<O> {
+    /// The scope entry it is declared in.
+    parent: O,
+    /// The entry holding its name, type and line (an inlined copy's abstract origin).
+    declared: O,
+    /// It is a function's `this`.
+    this: bool,
+    /// It is declared at namespace scope (a global).
+    global: bool,
+}
+
+/// The type of the variable named `root` that the statement at `at` sees, and the function
+/// (subprogram or inlined call) the statement is in. Looked up as C and C++ do, in the scopes
+/// of DWARF entries that hold the code: the statement's own function (the one `at.inlined`
+/// levels out from the innermost holding `at.pc`; not a function it is inlined into, whose
+/// locals it cannot see) and its lexical blocks, innermost first, skipping locals declared
+/// on a later line; then, in a member function, its class's data members (`cfg->data`
+/// meaning `this->cfg->data`); then globals and variables in namespaces, which must agree.
+/// `None` in a lambda unless the root is the lambda's own local: its captures are members of
+/// a closure DWARF does not name as the source does.
+fn root_type<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
-    pc: u64,
-    name: &str,
-) -> Option<gimli::UnitOffset<R::Offset>> {
-    // For each depth of the entry being read: whether the scopes down to it hold `pc`.
-    let mut open: Vec<bool> = Vec::new();
-    // The depth of the innermost scope with a variable of that name, and its variables.
-    let mut best: Option<(usize, Vec<gimli::UnitOffset<R::Offset>>)> = None;
+    at: &Statement<'_>,
+    root: &str,
+) -> Option<(Offset<R>, Offset<R>)> {
+    // The scope entries holding `pc` whose parents all do, outermost first.
+    let mut chain: Vec<(gimli::UnitOffset<R::Offset>, bool)> = Vec::new();
+    let mut variables: Vec<Variable<gimli::UnitOffset<R::Offset>>> = Vec::new();
+    // Per depth of the entry being read: its offset, whether it and its parents hold `pc`,
+    // and whether it is at namespace scope.
+    let mut path: Vec<(gimli::UnitOffset<R::Offset>, bool, bool)> = Vec::new();
     let mut entries = unit.entries();
     let mut depth: isize = 0;
     while let Ok(Some((delta, entry))) = entries.next_dfs() {
@@ -130,49 +213,137 @@ fn variable_in_scope<R: gimli::Reader>(
         if d > MAX_DEPTH {
             continue;
         }
-        open.truncate(d);
-        // The scope this entry is in holds `pc` (the unit itself always does).
-        let inside = open.iter().all(|&o| o);
-        let holds = match entry.tag() {
-            gimli::DW_TAG_subprogram
-            | gimli::DW_TAG_lexical_block
-            | gimli::DW_TAG_inlined_subroutine => {
-                inside && covers(unit, entry, pc).unwrap_or(false)
-            }
-            // A class's static members are reached through the class, not by a plain name.
-            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
-                false
-            }
-            _ => inside,
-        };
-        open.push(holds);
-        let variable = matches!(
-            entry.tag(),
-            gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
+        path.truncate(d);
+        let (parent, inside, global) = path
+            .last()
+            .map_or((None, true, true), |&(o, i, g)| (Some(o), i, g));
+        let tag = entry.tag();
+        let function = matches!(
+            tag,
+            gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
         );
-        if !(inside && variable) {
+        let (holds, namespace) = match tag {
+            gimli::DW_TAG_compile_unit | gimli::DW_TAG_namespace => (inside, global),
+            gimli::DW_TAG_lexical_block => {
+                (inside && covers(unit, entry, at.pc) == Some(true), false)
+            }
+            _ if function => (inside && covers(unit, entry, at.pc) == Some(true), false),
+            // A class's static members are reached through the class, not by a plain name.
+            _ => (false, false),
+        };
+        if holds && !matches!(tag, gimli::DW_TAG_compile_unit | gimli::DW_TAG_namespace) {
+            chain.push((entry.offset(), function));
+        }
+        path.push((entry.offset(), holds, namespace));
+        let (Some(parent), gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter) = (parent, tag)
+        else {
+            continue;
+        };
+        if !(inside || global) {
             continue;
         }
-        // An inlined or out-of-line copy's variable has its name and type in the abstract
-        // function's entry.
         let declared = match entry.attr_value(gimli::DW_AT_abstract_origin) {
             Ok(Some(AttributeValue::UnitRef(o))) => o,
             _ => entry.offset(),
         };
-        if !unit.entry(declared).is_ok_and(|e| has_name(unit, &e, name)) {
+        let Ok(origin) = unit.entry(declared) else {
             continue;
-        }
-        match &mut best {
-            Some((at, found)) if *at == d => found.push(declared),
-            Some((at, _)) if *at > d => {}
-            _ => best = Some((d, vec![declared])),
+        };
+        let this = has_name(unit, &origin, "this");
+        if this || has_name(unit, &origin, root) {
+            variables.push(Variable {
+                parent,
+                declared,
+                this,
+                global,
+            });
         }
     }
-    let (_, found) = best?;
-    // An `extern` declaration and the definition of one global are one variable.
-    let mut types = found
+    // The statement's function, and its scopes: up to the next function inlined into it.
+    let functions: Vec<usize> = (0..chain.len()).filter(|&i| chain[i].1).collect();
+    let first = *functions.get(functions.len().checked_sub(at.inlined + 1)?)?;
+    let function = chain[first].0;
+    let end = functions
         .iter()
-        .map(|&o| unit.entry(o).ok().and_then(|e| type_of(&e)));
-    let first = types.next()?;
-    types.all(|t| t == first).then(|| found[found.len() - 1])
+        .find(|&&i| i > first)
+        .copied()
+        .unwrap_or(chain.len());
+    let scopes = &chain[first..end];
+    let this_class = variables
+        .iter()
+        .find(|v| v.this && v.parent == function)
+        .and_then(|v| class_of(unit, type_of(&unit.entry(v.declared).ok()?)?, Step::Arrow));
+    let closure = this_class.is_some_and(|c| is_closure(unit, c));
+    let later = |v: &Variable<_>| {
+        let Ok(e) = unit.entry(v.declared) else {
+            return true;
+        };
+        let line = match e.attr_value(gimli::DW_AT_decl_line) {
+            Ok(Some(AttributeValue::Udata(n))) => n,
+            _ => return false,
+        };
+        let file = match e.attr_value(gimli::DW_AT_decl_file) {
+            Ok(Some(AttributeValue::FileIndex(i) | AttributeValue::Udata(i))) => decl_file(unit, i),
+            _ => None,
+        };
+        let same = file.is_some_and(|f| super::base_name(&f) == super::base_name(at.file));
+        same && line > u64::from(at.line)
+    };
+    for &(scope, _) in scopes.iter().rev() {
+        let found: Vec<_> = variables
+            .iter()
+            .filter(|v| v.parent == scope && (v.this == (root == "this")) && !later(v))
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        if closure && root == "this" {
+            return None;
+        }
+        let ty = one_type(unit, found.iter().map(|v| v.declared))?;
+        return Some((ty, function));
+    }
+    if closure {
+        return None;
+    }
+    if let Some(class) = this_class {
+        if let Some(member) = member_of(unit, class, root, 0) {
+            return Some((type_of(&unit.entry(member).ok()?)?, function));
+        }
+    }
+    let globals = variables
+        .iter()
+        .filter(|v| v.global && !v.this)
+        .map(|v| v.declared);
+    Some((one_type(unit, globals)?, function))
+}
+
+/// The type all the variables at `declared` have (an `extern` declaration and the
+/// definition of one global are one variable); `None` when there are none or they differ.
+fn one_type<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    declared: impl Iterator<Item = gimli::UnitOffset<R::Offset>>,
+) -> Option<gimli::UnitOffset<R::Offset>> {
+    let mut types = declared.map(|o| unit.entry(o).ok().and_then(|e| type_of(&e)));
+    let first = types.next()??;
+    types.all(|t| t == Some(first)).then_some(first)
+}
+
+/// Whether the class at `class` is a lambda's closure type: g++ names it `<lambda(…)>`,
+/// clang leaves it unnamed (an ordinary class with member functions has a name).
+fn is_closure<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    class: gimli::UnitOffset<R::Offset>,
+) -> bool {
+    let Ok(entry) = unit.entry(class) else {
+        return true;
+    };
+    match entry.attr_value(gimli::DW_AT_name).ok().flatten() {
+        None => true,
+        Some(v) => unit
+            .attr_string(v)
+            .ok()
+            .and_then(|s| s.to_string_lossy().ok().map(|s| s.starts_with("<lambda")))
+            .unwrap_or(true),
+    }
 }

@@ -51,6 +51,16 @@ impl Allocator {
         ];
         C.contains(&name).then_some(Allocator::C)
     }
+
+    /// How a call of the allocator `symbol` is written in source: `new` (for `new T`,
+    /// `new T[n]` and `::operator new`), or a C allocator's name (`malloc`).
+    pub fn spelled(symbol: &str) -> Option<&str> {
+        let name = symbol.split('@').next().unwrap_or(symbol);
+        match Self::named(name)? {
+            Allocator::New | Allocator::ArrayNew => Some("new"),
+            Allocator::C => Some(name),
+        }
+    }
 }
 
 /// The name of the function called by the call instruction that returns to `ret` (a

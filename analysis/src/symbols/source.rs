@@ -143,7 +143,11 @@ impl Assigned<'_> {
 /// it is a plain name or a path of member names. Not an element (`a[i] = …`, `a[i].p = …`: which
 /// one is not written), a dereference, a compound assignment or a declaration (`double *y =
 /// …`, which DWARF's declaring line names).
-pub(crate) fn assigned_target(line: &str, column: u32) -> Option<Assigned<'_>> {
+pub(crate) fn assigned_target<'a>(
+    line: &'a str,
+    column: u32,
+    callee: Option<&str>,
+) -> Option<Assigned<'a>> {
     let (start, end) = statement_at(line, column);
     let statement = &line[start..end];
     let bytes = statement.as_bytes();
@@ -166,10 +170,16 @@ pub(crate) fn assigned_target(line: &str, column: u32) -> Option<Assigned<'_>> {
                     .saturating_sub(1)
                     .saturating_sub(start)
                     .checked_sub(i + 1)?;
-                if !is_the_value(&statement[i + 1..], at) {
+                if !is_the_value(&statement[i + 1..], at, callee) {
                     return None;
                 }
-                return member_path(&before[after_bracket..]);
+                // `if (c) a->x = …; else b->y = …;` on one line.
+                let target = before[after_bracket..].trim_start();
+                let target = ["else ", "do "]
+                    .iter()
+                    .find_map(|k| target.strip_prefix(k))
+                    .unwrap_or(target);
+                return member_path(target);
             }
             _ => {}
         }
@@ -183,7 +193,11 @@ pub(crate) fn assigned_target(line: &str, column: u32) -> Option<Assigned<'_>> {
 /// lines). The allocation must be the initializer's value (as for an assignment): not an
 /// argument of another call in it, and not a constructor's arguments (`items(n)` of a
 /// `std::vector`).
-pub(crate) fn initialized_member(line: &str, column: u32) -> Option<Assigned<'_>> {
+pub(crate) fn initialized_member<'a>(
+    line: &'a str,
+    column: u32,
+    callee: Option<&str>,
+) -> Option<Assigned<'a>> {
     let at = usize::try_from(column).ok()?.checked_sub(1)?;
     // The outermost parenthesis or brace open at `at` (casts inside it are the value's).
     let mut open: Vec<usize> = Vec::new();
@@ -203,17 +217,56 @@ pub(crate) fn initialized_member(line: &str, column: u32) -> Option<Assigned<'_>
         .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .map_or(0, |i| i + 1);
     let name = &before[name_at..];
-    if name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
+    let keyword = matches!(
+        name,
+        "if" | "while" | "for" | "switch" | "return" | "sizeof" | "alignof" | "decltype"
+    );
+    if name.is_empty() || name.as_bytes()[0].is_ascii_digit() || keyword {
         return None;
     }
     let lead = line[..name_at].trim_end();
     let listed =
         lead.is_empty() || lead.ends_with(',') || (lead.ends_with(':') && !lead.ends_with("::"));
     let value = &line[group + 1..close];
-    (listed && is_the_value(value, at - group - 1)).then(|| Assigned {
+    (listed && is_the_value(value, at - group - 1, callee)).then(|| Assigned {
         root: "this",
         steps: vec![(Step::Arrow, name)],
     })
+}
+
+/// The variable or member path whose address the allocating call at column `column` of
+/// `line` takes to store the block in: `posix_memalign((void **)&accs, 64, n)` gives `accs`,
+/// `posix_memalign(&box.vals, …)` `box.vals`.
+pub(crate) fn out_parameter_target<'a>(
+    line: &'a str,
+    column: u32,
+    callee: Option<&str>,
+) -> Option<Assigned<'a>> {
+    if callee.is_some_and(|c| c != "posix_memalign") {
+        return None;
+    }
+    let at = usize::try_from(column).ok()?.checked_sub(1)?;
+    let call = line.get(at..)?.strip_prefix("posix_memalign")?.trim_start();
+    let args = call.strip_prefix('(')?;
+    let mut depth = 0i32;
+    let end = args.find(|c: char| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        depth < 0 || (c == ',' && depth == 0)
+    })?;
+    let mut first = args[..end].trim();
+    // Casts: `(void **)&p`.
+    while let Some(inner) = first.strip_prefix('(') {
+        let close = matching(first, 0)?;
+        if !inner[..close - 1].trim_end().ends_with('*') {
+            return None;
+        }
+        first = first[close + 1..].trim_start();
+    }
+    member_path(first.strip_prefix('&')?)
 }
 
 /// Whether the expression `rhs` (what follows an assignment's `=`) is the allocation whose
@@ -221,8 +274,9 @@ pub(crate) fn initialized_member(line: &str, column: u32) -> Option<Assigned<'_>
 /// call (`malloc(…)`, `std::vector<long>(n)`) with `at` on its name, its parentheses or
 /// before (compilers place a call at its name or its parenthesis). Not an argument of another
 /// call (`wrap(malloc(8))`), an operand (`(char *)malloc(n) + 16`, a pointer past the block's
-/// start; `c ? malloc(8) : q`) or a subscript.
-fn is_the_value(rhs: &str, at: usize) -> bool {
+/// start; `c ? malloc(8) : q`) or a subscript. With `callee` (`malloc`, `new`: what the call
+/// instruction at the allocation calls, as written in source), the expression must call it.
+fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
     let lead = rhs.len() - rhs.trim_start().len();
     let (rhs, at) = (rhs.trim(), at.saturating_sub(lead));
     if let Some(inner) = rhs.strip_prefix('(') {
@@ -232,10 +286,12 @@ fn is_the_value(rhs: &str, at: usize) -> bool {
         let rest = &rhs[close + 1..];
         if inner[..close - 1].trim_end().ends_with('*') {
             // A cast: `(T *)malloc(…)`.
-            return is_the_value(rest, at.saturating_sub(close + 1));
+            return is_the_value(rest, at.saturating_sub(close + 1), callee);
         }
         // A parenthesized expression, nothing after it.
-        return rest.trim().is_empty() && at > 0 && is_the_value(&inner[..close - 1], at - 1);
+        return rest.trim().is_empty()
+            && at > 0
+            && is_the_value(&inner[..close - 1], at - 1, callee);
     }
     for cast in ["static_cast<", "reinterpret_cast<"] {
         if let Some(open) = rhs.starts_with(cast).then(|| rhs.find('(')).flatten() {
@@ -244,7 +300,7 @@ fn is_the_value(rhs: &str, at: usize) -> bool {
             };
             return rhs[close + 1..].trim().is_empty()
                 && at > open
-                && is_the_value(&rhs[open + 1..close], at - open - 1);
+                && is_the_value(&rhs[open + 1..close], at - open - 1, callee);
         }
     }
     if rhs.starts_with("new")
@@ -260,7 +316,7 @@ fn is_the_value(rhs: &str, at: usize) -> bool {
                 _ => {}
             }
         }
-        return true;
+        return callee.is_none_or(|c| c == "new");
     }
     // A call: a (qualified, maybe templated) name, its arguments, nothing after.
     let name = rhs
@@ -274,7 +330,13 @@ fn is_the_value(rhs: &str, at: usize) -> bool {
     let Some(close) = matching(rhs, name) else {
         return false;
     };
-    rhs[close + 1..].trim().is_empty() && (at <= name || at == close)
+    // The function the call instruction calls must be the one written here: gcc places
+    // `wrap(malloc(n))`'s `malloc` at `wrap`, and a macro hides what it expands to.
+    let called = rhs[..name].split('<').next().unwrap_or("");
+    let called = called.rsplit([':', ' ']).next().unwrap_or("");
+    callee.is_none_or(|c| c == called)
+        && rhs[close + 1..].trim().is_empty()
+        && (at <= name || at == close)
 }
 
 /// The byte of the `)` or `}` that closes the `(` or `{` at byte `open` of `line`.
@@ -432,7 +494,7 @@ mod tests {
         let new_at = step.find("new").unwrap() as u32 + 1;
         assert!(!statement_declares(step, new_at, "it", false));
         assert_eq!(
-            assigned_target(step, new_at).map(|a| a.path()),
+            assigned_target(step, new_at, None).map(|a| a.path()),
             Some("r2".into())
         );
         // A vector declared, then grown, on one line.
@@ -444,7 +506,8 @@ mod tests {
 
     #[test]
     fn the_target_of_an_assignment_is_a_name_or_a_member_path() {
-        let target = |line: &str, column: u32| assigned_target(line, column).map(|a| a.path());
+        let target =
+            |line: &str, column: u32| assigned_target(line, column, None).map(|a| a.path());
         let named = |path: &str| Some(path.to_owned());
         assert_eq!(target("  g_data = malloc(n * 8);", 12), named("g_data"));
         assert_eq!(
@@ -460,7 +523,11 @@ mod tests {
         assert_eq!(target("t.items = malloc(8);", 12), named("t.items"));
         assert_eq!(target("p->next = malloc(8);", 12), named("p->next"));
         assert_eq!(
-            assigned_target("  this -> grid . cells = new double[n];", 30),
+            target("if (c) s->b = f(); else s->a = malloc(8);", 33),
+            named("s->a")
+        );
+        assert_eq!(
+            assigned_target("  this -> grid . cells = new double[n];", 30, None),
             Some(Assigned {
                 root: "this",
                 steps: vec![(Step::Arrow, "grid"), (Step::Dot, "cells")],
@@ -490,25 +557,70 @@ mod tests {
         assert_eq!(target("c = malloc (8);", 12), named("c"));
         assert_eq!(target("c = malloc(sizeof(long));", 19), None);
         assert_eq!(target("p = (new Node) + 1;", 6), None);
+        // The function called must be the one the call instruction calls (gcc places a call
+        // nested in another at the outer one; a macro hides its expansion).
+        let called = |line: &str, column: u32, callee: &str| {
+            assigned_target(line, column, Some(callee)).map(|a| a.path())
+        };
+        assert_eq!(
+            called("g = wrap(aligned_alloc(64, 64));", 5, "aligned_alloc"),
+            None
+        );
+        assert_eq!(called("p->m = ALLOC_SKIP(64);", 8, "malloc"), None);
+        assert_eq!(
+            called("p->m = (long *)malloc(64);", 16, "malloc"),
+            named("p->m")
+        );
+        assert_eq!(
+            called("p->m = std::malloc(64);", 8, "malloc"),
+            named("p->m")
+        );
+        assert_eq!(called("p->m = new long[8];", 8, "new"), named("p->m"));
+        assert_eq!(
+            called("p->m = ::operator new(64);", 8, "new"),
+            named("p->m")
+        );
+        assert_eq!(called("p->m = new long[8];", 8, "malloc"), None);
+        assert_eq!(
+            out_parameter_target("posix_memalign(&p, 64, 64);", 1, Some("malloc")),
+            None
+        );
         // A constructor's member initializers.
         let init = "Grid(long n) : n(n), cells(new double[n]()) {}";
         let new_at = init.find("new").unwrap() as u32 + 1;
-        assert_eq!(assigned_target(init, new_at), None);
+        assert_eq!(assigned_target(init, new_at, None), None);
         assert_eq!(
-            initialized_member(init, new_at).map(|a| a.path()),
+            initialized_member(init, new_at, None).map(|a| a.path()),
             named("this->cells")
         );
         let init = "    , buf{static_cast<char *>(malloc(n))}";
         let malloc_at = init.find("malloc").unwrap() as u32 + 1;
         assert_eq!(
-            initialized_member(init, malloc_at).map(|a| a.path()),
+            initialized_member(init, malloc_at, None).map(|a| a.path()),
             named("this->buf")
         );
         let init = "      cells(new double[n])";
         assert_eq!(
-            initialized_member(init, 13).map(|a| a.path()),
+            initialized_member(init, 13, None).map(|a| a.path()),
             named("this->cells")
         );
+        // The address a `posix_memalign` call stores the block at.
+        let out = |line: &str| {
+            let at = line.find("posix_memalign").unwrap() as u32 + 1;
+            out_parameter_target(line, at, None).map(|a| a.path())
+        };
+        assert_eq!(
+            out("if (posix_memalign((void **)&accs, 64, n) != 0)"),
+            named("accs")
+        );
+        assert_eq!(out("posix_memalign(&box.vals, 64, 64);"), named("box.vals"));
+        assert_eq!(
+            out("posix_memalign( (void **) & p->v , 64, 64);"),
+            named("p->v")
+        );
+        assert_eq!(out("posix_memalign(pp, 64, 64);"), None);
+        assert_eq!(out("posix_memalign(&a[i], 64, 64);"), None);
+        assert_eq!(out("posix_memalign((void **)(&p + 1), 64, 64);"), None);
         for other in [
             // Arguments of a call, a constructor's, a call in a body, a qualified call.
             "  : cells(wrap(new double[n])) {}",
@@ -516,9 +628,11 @@ mod tests {
             "f(a, g(new double[n]));",
             "  std::make(new double[n]);",
             "  if (ok) cells(new double[n]);",
+            "  if (new double[n])",
+            "  return (new double[n]);",
         ] {
             let new_at = other.find("new").unwrap() as u32 + 1;
-            assert_eq!(initialized_member(other, new_at), None, "{other}");
+            assert_eq!(initialized_member(other, new_at, None), None, "{other}");
         }
         for other in [
             "double *y = malloc(8);",
