@@ -1387,6 +1387,15 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
                 ],
                 "{what}"
             );
+            // Declared on the line before the call.
+            assert_eq!(
+                from("SPLIT"),
+                [
+                    part(1, true, "split[1]", 8, 8),
+                    part(2, true, "split[2]", 16, 8)
+                ],
+                "{what}"
+            );
             // clang -O2 makes one call of both branches' identical `aligned_alloc`, at
             // DWARF line 0: shown at the line before it, marked as a guess, and named by no
             // variable (that line declares `before`, another block's pointer).

@@ -982,10 +982,22 @@ impl Symbolizer {
             // branches'): the line before it need not be the allocation's.
             return None;
         }
-        let (file, line) = (frame.file.as_deref()?, frame.line?);
-        let text = frame
+        let (file, mut line) = (frame.file.as_deref()?, frame.line?);
+        let mut text = frame
             .column
             .and_then(|column| Some((self.sources.raw_line(file, line)?.to_owned(), column)));
+        // A statement continued from the line before (`double *y =` then `malloc(…);`): read
+        // as one line, declared on the first.
+        if let Some((rest, column)) = &text {
+            let before = line.checked_sub(1).filter(|&l| l > 0);
+            let joined = before
+                .and_then(|l| self.sources.raw_line(file, l))
+                .and_then(|first| source::continued(first, rest, *column));
+            if let Some(joined) = joined {
+                text = Some(joined);
+                line -= 1;
+            }
+        }
         let declared = self
             .with_unit_at(pos, |unit| {
                 members::pointer_declared_at(unit, file, line, block)

@@ -8,7 +8,8 @@
 // merged from two branches (DWARF line 0: the line before it declares another pointer); and
 // blocks named after what a statement assigns them to: a global declared elsewhere, and a
 // member (`v->data`) on a line that declares another variable (`v`); or whose address it
-// hands `posix_memalign` (`&apairs`, `&spare.data`).
+// hands `posix_memalign` (`&apairs`, `&spare.data`); and a declaration continued on the
+// next line (`long *split =`, then the call).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ long *merged;
 void *kept;
 struct pair *apairs;
 struct vec spare;
+long *halves;
 
 __attribute__((noinline)) static void *xmalloc(size_t n)
 {
@@ -96,6 +98,7 @@ static void *work(void *arg)
             merged[1]++;
             apairs[0].b++;
             spare.data[1]++;
+            halves[1]++;
         } else {
             hist.bins[3]++;
             seen += *(volatile long *)&queue.flag;
@@ -109,6 +112,7 @@ static void *work(void *arg)
             merged[2]++;
             apairs[1].a++;
             spare.data[2]++;
+            halves[2]++;
             if (i % 1000 == 0)
                 queue.flag = 0;
         }
@@ -152,6 +156,10 @@ int main(int argc, char **argv)
     if (posix_memalign((void **)&spare.data, 64, 64)) /* SPARE */
         return 1;
     memset(spare.data, 0, 64);
+    long *split =
+        aligned_alloc(64, 64); /* SPLIT */
+    memset(split, 0, 64);
+    halves = split;
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
         pthread_create(&t[k], 0, work, (void *)k);
@@ -170,6 +178,7 @@ int main(int argc, char **argv)
     free(merged);
     free(apairs);
     free(spare.data);
+    free(split);
     free(before);
     return 0;
 }

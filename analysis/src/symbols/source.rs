@@ -260,7 +260,7 @@ pub(crate) fn out_parameter_target<'a>(
     let mut first = args[..end].trim();
     // Casts: `(void **)&p`.
     while let Some(inner) = first.strip_prefix('(') {
-        let close = matching(first, 0)?;
+        let close = closing(first, 0)?;
         if !inner[..close - 1].trim_end().ends_with('*') {
             return None;
         }
@@ -280,7 +280,7 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
     let lead = rhs.len() - rhs.trim_start().len();
     let (rhs, at) = (rhs.trim(), at.saturating_sub(lead));
     if let Some(inner) = rhs.strip_prefix('(') {
-        let Some(close) = matching(rhs, 0) else {
+        let Some(close) = closing(rhs, 0) else {
             return false;
         };
         let rest = &rhs[close + 1..];
@@ -295,7 +295,7 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
     }
     for cast in ["static_cast<", "reinterpret_cast<"] {
         if let Some(open) = rhs.starts_with(cast).then(|| rhs.find('(')).flatten() {
-            let Some(close) = matching(rhs, open) else {
+            let Some(close) = closing(rhs, open) else {
                 return false;
             };
             return rhs[close + 1..].trim().is_empty()
@@ -327,7 +327,7 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
     if name == 0 || rhs.as_bytes()[0].is_ascii_digit() || !rhs[name..].starts_with('(') {
         return false;
     }
-    let Some(close) = matching(rhs, name) else {
+    let Some(close) = closing(rhs, name) else {
         return false;
     };
     // The function the call instruction calls must be the one written here: gcc places
@@ -339,31 +339,14 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
         && (at <= name || at == close)
 }
 
-/// The byte of the `)` or `}` that closes the `(` or `{` at byte `open` of `line`.
+/// The byte of the `)` or `}` that closes the `(` or `{` at byte `open` of `line` (the two
+/// kinds counted alike: a C source balances them).
 fn closing(line: &str, open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (i, c) in line.char_indices().skip_while(|&(i, _)| i < open) {
         match c {
             '(' | '{' => depth += 1,
             ')' | '}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The byte of the `)` that closes the `(` at byte `open` of `text`.
-fn matching(text: &str, open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, c) in text.char_indices().skip_while(|&(i, _)| i < open) {
-        match c {
-            '(' => depth += 1,
-            ')' => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
                     return Some(i);
@@ -410,6 +393,18 @@ fn member_path(target: &str) -> Option<Assigned<'_>> {
     let (_, root) = names.next()?;
     let steps = names.map(|(s, n)| Some((s?, n))).collect::<Option<_>>()?;
     Some(Assigned { root, steps })
+}
+
+/// `first` and `rest` as one line when `rest` continues the assignment or initialisation
+/// `first` ends with (`double *y =`, then `    malloc(n);`), with `column` of `rest` moved
+/// onto it.
+pub(crate) fn continued(first: &str, rest: &str, column: u32) -> Option<(String, u32)> {
+    let head = first.trim_end();
+    let assigns = head.strip_suffix('=').is_some_and(|h| {
+        !h.ends_with(['=', '!', '<', '>', '+', '-', '*', '/', '%', '&', '|', '^'])
+    });
+    let offset = u32::try_from(head.len() + 1).ok()?;
+    assigns.then(|| (format!("{head} {rest}"), column.saturating_add(offset)))
 }
 
 /// The byte range of the statement of `line` that holds column `column` (1-based): cut at
@@ -649,6 +644,22 @@ mod tests {
             "A::b = malloc(8);",
         ] {
             assert_eq!(target(other, 12), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_statement_continued_on_the_next_line_is_read_as_one() {
+        let (joined, column) = continued("  double *y =  ", "      malloc(n);", 7).unwrap();
+        assert_eq!(joined, "  double *y =       malloc(n);");
+        assert_eq!(&joined[column as usize - 1..], "malloc(n);");
+        assert!(statement_declares(&joined, column, "y", false));
+        let (joined, column) = continued("v->data =", "  (long *)calloc(4, 8);", 12).unwrap();
+        assert_eq!(
+            assigned_target(&joined, column, Some("calloc")).map(|a| a.path()),
+            Some("v->data".to_owned())
+        );
+        for first in ["if (a ==", "x +=", "f(a,", "int y = 0;", "a <="] {
+            assert_eq!(continued(first, "malloc(8);", 1), None, "{first}");
         }
     }
 
