@@ -1436,7 +1436,8 @@ fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
             let trace = dir.path().join(format!("{name}.cstrace"));
             assert_eq!(
                 record(&trace, &prog, &[], 1),
-                "200000 200000 200000 200000 4 200000 200000\n200000 200000 1\n",
+                "200000 200000 200000 200000 4 200000 200000\n200000 200000 1\n\
+                 200000 200000 200000 20\n",
                 "{name}"
             );
             let (code, json, _) = audit_json(&trace);
@@ -1513,6 +1514,31 @@ fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
                 [
                     part(1, true, "cfg->data[1]", 8, 8),
                     part(2, true, "cfg->data[2]", 16, 8)
+                ],
+                "{what}"
+            );
+            // Vectors grown by a method on a line of their own.
+            assert_eq!(
+                stores_from("RESIZE"),
+                [
+                    part(1, true, "accs[0].n", 8, 8),
+                    part(2, true, "accs[1].n", 24, 8)
+                ],
+                "{what}"
+            );
+            assert_eq!(
+                stores_from("ASSIGN"),
+                [
+                    part(1, true, "st.hits[1]", 8, 8),
+                    part(2, true, "st.hits[2]", 16, 8)
+                ],
+                "{what}"
+            );
+            assert_eq!(
+                stores_from("PUSH"),
+                [
+                    part(1, true, "grown[1]", 8, 8),
+                    part(2, true, "grown[2]", 16, 8)
                 ],
                 "{what}"
             );

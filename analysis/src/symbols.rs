@@ -1034,14 +1034,21 @@ impl Symbolizer {
             _ => None,
         };
         let callee = callee.as_deref();
+        // Each with whether a plain name is looked up in the statement's scopes, or (as
+        // assignments have been since before those) as the unit's one variable of that name.
         let targets = [
-            source::assigned_target(&text, column, callee),
-            source::initialized_member(&text, column, callee),
-            source::out_parameter_target(&text, column, callee),
+            (source::assigned_target(&text, column, callee), false),
+            (source::initialized_member(&text, column, callee), false),
+            (source::out_parameter_target(&text, column, callee), false),
+            // `accs.resize(n)` in a function whose lambdas capture `accs`.
+            (source::grown_container(&text, column), true),
         ];
-        for target in targets.into_iter().flatten() {
+        for (target, scoped) in targets {
+            let Some(target) = target else {
+                continue;
+            };
             let found = self.with_unit_at(pos, |unit| {
-                if target.steps.is_empty() {
+                if target.steps.is_empty() && !scoped {
                     return members::pointer_named(unit, target.root, block);
                 }
                 let name = target.path();

@@ -1,11 +1,18 @@
-// Heap blocks a statement assigns to a member, named after the member path as written
+// Heap blocks a statement stores in a member, named after the member path as written
 // (tests/record_programs.rs): `this->cells` in a constructor, `holder->t.data` through a
 // member object (whose name another class uses with another type), a node hung off another
-// node (`holder->head->next`, one object: `->id`), and an element's member (`slots[i].counts`),
-// which stays byte offsets: which element is not written in the source.
+// node (`holder->head->next`, one object: `->id`), members a constructor's initializer list
+// sets (`slots(new long[n]())`, and on a line of its own, `free_list(static_cast<int *>(…))`),
+// a data member a member function names without `this->` (`cfg->data`, though a global
+// `cfg` of another type exists), and vectors grown by a method on a line of their own
+// (`accs.resize(4)`, `st.hits.assign(8, 0)`, `grown.push_back(0)`), though a lambda captures
+// them. Byte offsets for an element's member (`slots[i].counts`: which element is not
+// written in the source) and a lambda's capture (`lv->data`: DWARF's closure members are
+// not the source's names).
 #include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 struct Grid {
     double *cells;
@@ -67,6 +74,16 @@ Engine engine;
 Longs engine_cfg;
 Longs *lambda_longs;
 
+struct Acc {
+    long sum, n;
+};
+struct Stats {
+    std::vector<long> hits;
+};
+std::vector<Acc> *accs_seen;
+Stats *stats_seen;
+std::vector<long> *grown_seen;
+
 struct Slots {
     long *counts;
 };
@@ -91,6 +108,9 @@ static void *work(void *arg)
             pool->free_list[2]++;
             engine.cfg->data[1]++;
             lambda_longs->data[1]++;
+            (*accs_seen)[0].n++;
+            stats_seen->hits[1]++;
+            (*grown_seen)[1]++;
         } else {
             grid->cells[2] += 1;
             holder->t.data[3]++;
@@ -100,6 +120,9 @@ static void *work(void *arg)
             pool->free_list[3]++;
             engine.cfg->data[2]++;
             lambda_longs->data[2]++;
+            (*accs_seen)[1].n++;
+            stats_seen->hits[2]++;
+            (*grown_seen)[2]++;
         }
         __asm__ volatile("" ::: "memory");
     }
@@ -125,6 +148,17 @@ int main()
     auto attach = [&] { lv->data = new long[8](); }; /* LAMBDA */
     attach();
     lambda_longs = lv;
+    std::vector<Acc> accs;
+    accs.resize(4); /* RESIZE */
+    Stats st;
+    st.hits.assign(8, 0); /* ASSIGN */
+    std::vector<long> grown;
+    for (int i = 0; i < 8; ++i)
+        grown.push_back(0); /* PUSH */
+    auto count = [&] { return accs.size() + st.hits.size() + grown.size(); };
+    accs_seen = &accs;
+    stats_seen = &st;
+    grown_seen = &grown;
     ring = new Ring(8);
     pool = new Pool();
     pthread_t t[2];
@@ -139,6 +173,8 @@ int main()
                 ring->slots[1] + ring->slots[2], pool->free_list[2] + pool->free_list[3]);
     std::printf("%ld %ld %d\n", engine.cfg->data[1] + engine.cfg->data[2],
                 lv->data[1] + lv->data[2], cfg == nullptr);
+    std::printf("%ld %ld %ld %zu\n", accs[0].n + accs[1].n, st.hits[1] + st.hits[2],
+                grown[1] + grown[2], count());
     for (int i = 0; i < 2; ++i)
         free(slots[i].counts);
     delete next;

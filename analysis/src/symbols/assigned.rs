@@ -34,7 +34,7 @@ pub(crate) struct Statement<'a> {
 
 /// The member the path `root` then `steps` names, at `at`, read as a pointer to a block of
 /// `block` bytes (as [`super::members::pointer_declared_at`]; its name is `name`). `None`
-/// when the root is not a variable the statement sees (see [`root_type`]), a step does not
+/// when the root is not a variable the statement sees (see [`root_entry`]), a step does not
 /// fit its type (`->` on a non-pointer) or a member is not found.
 pub(crate) fn pointer_at_path<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
@@ -44,15 +44,12 @@ pub(crate) fn pointer_at_path<R: gimli::Reader>(
     name: String,
     block: u64,
 ) -> Option<DeclaredPointer> {
-    let (mut ty, function) = root_type(unit, at, root)?;
-    let (&(last_step, last), path) = steps.split_last()?;
-    for &(step, member) in path {
-        let class = class_of(unit, ty, step)?;
-        ty = type_of(&unit.entry(member_of(unit, class, member, 0)?).ok()?)?;
+    let (mut holder, function) = root_entry(unit, at, root)?;
+    for &(step, member) in steps {
+        let class = class_of(unit, type_of(&unit.entry(holder).ok()?)?, step)?;
+        holder = member_of(unit, class, member, 0)?;
     }
-    let class = class_of(unit, ty, last_step)?;
-    let entry = unit.entry(member_of(unit, class, last, 0)?).ok()?;
-    let (target, pointer) = pointee(unit, &entry)?;
+    let (target, pointer) = pointee(unit, &unit.entry(holder).ok()?)?;
     if unit
         .entry(target)
         .is_ok_and(|t| t.tag() == gimli::DW_TAG_subroutine_type)
@@ -61,7 +58,7 @@ pub(crate) fn pointer_at_path<R: gimli::Reader>(
         return None;
     }
     let mut declared = the_pointer(unit, vec![(name, target, pointer)], block)?;
-    declared.member = returns_nothing(unit, function);
+    declared.member = !steps.is_empty() && returns_nothing(unit, function);
     Some(declared)
 }
 
@@ -183,7 +180,7 @@ struct Variable<O> {
     global: bool,
 }
 
-/// The type of the variable named `root` that the statement at `at` sees, and the function
+/// The entry (a variable's, or a data member's) of what `root` names to the statement at `at`, and the function
 /// (subprogram or inlined call) the statement is in. Looked up as C and C++ do, in the scopes
 /// of DWARF entries that hold the code: the statement's own function (the one `at.inlined`
 /// levels out from the innermost holding `at.pc`; not a function it is inlined into, whose
@@ -192,7 +189,7 @@ struct Variable<O> {
 /// meaning `this->cfg->data`); then globals and variables in namespaces, which must agree.
 /// `None` in a lambda unless the root is the lambda's own local: its captures are members of
 /// a closure DWARF does not name as the source does.
-fn root_type<R: gimli::Reader>(
+fn root_entry<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
     at: &Statement<'_>,
     root: &str,
@@ -300,33 +297,34 @@ fn root_type<R: gimli::Reader>(
         if closure && root == "this" {
             return None;
         }
-        let ty = one_type(unit, found.iter().map(|v| v.declared))?;
-        return Some((ty, function));
+        let one = one_variable(unit, found.iter().map(|v| v.declared))?;
+        return Some((one, function));
     }
     if closure {
         return None;
     }
     if let Some(class) = this_class {
         if let Some(member) = member_of(unit, class, root, 0) {
-            return Some((type_of(&unit.entry(member).ok()?)?, function));
+            return Some((member, function));
         }
     }
     let globals = variables
         .iter()
         .filter(|v| v.global && !v.this)
         .map(|v| v.declared);
-    Some((one_type(unit, globals)?, function))
+    Some((one_variable(unit, globals)?, function))
 }
 
-/// The type all the variables at `declared` have (an `extern` declaration and the
-/// definition of one global are one variable); `None` when there are none or they differ.
-fn one_type<R: gimli::Reader>(
+/// One of the variables at `declared` when all have one type (an `extern` declaration and
+/// the definition of one global are one variable); `None` when there are none or they differ.
+fn one_variable<R: gimli::Reader>(
     unit: gimli::UnitRef<'_, R>,
-    declared: impl Iterator<Item = gimli::UnitOffset<R::Offset>>,
+    mut declared: impl Iterator<Item = gimli::UnitOffset<R::Offset>>,
 ) -> Option<gimli::UnitOffset<R::Offset>> {
-    let mut types = declared.map(|o| unit.entry(o).ok().and_then(|e| type_of(&e)));
-    let first = types.next()??;
-    types.all(|t| t == Some(first)).then_some(first)
+    let type_at = |o| unit.entry(o).ok().and_then(|e| type_of(&e));
+    let first = declared.next()?;
+    let ty = type_at(first)?;
+    declared.all(|o| type_at(o) == Some(ty)).then_some(first)
 }
 
 /// Whether the class at `class` is a lambda's closure type: g++ names it `<lambda(…)>`,

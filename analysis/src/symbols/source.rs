@@ -269,6 +269,47 @@ pub(crate) fn out_parameter_target<'a>(
     member_path(first.strip_prefix('&')?)
 }
 
+/// The container whose growing method the statement at column `column` of `line` calls
+/// (the column on the method's name, or on its parenthesis, as clang and g++ place it):
+/// `accs` of `accs.resize(n)`, `st.hits` of `st.hits.assign(8, 0)`, `v` of
+/// `v.push_back(x)`. Its elements are the block (a vector's storage).
+pub(crate) fn grown_container(line: &str, column: u32) -> Option<Assigned<'_>> {
+    const GROWING: [&str; 8] = [
+        "resize",
+        "reserve",
+        "assign",
+        "push_back",
+        "emplace_back",
+        "insert",
+        "emplace",
+        "shrink_to_fit",
+    ];
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let at = usize::try_from(column).ok()?.checked_sub(1)?;
+    let (start, end) = if line.get(at..)?.starts_with('(') {
+        let before = line[..at].trim_end();
+        (
+            before.rfind(|c| !word(c)).map_or(0, |i| i + 1),
+            before.len(),
+        )
+    } else {
+        if line[..at].ends_with(word) {
+            return None;
+        }
+        (
+            at,
+            at + line[at..].find(|c| !word(c)).unwrap_or(line.len() - at),
+        )
+    };
+    if !GROWING.contains(&&line[start..end]) || !line[end..].trim_start().starts_with('(') {
+        return None;
+    }
+    let receiver = line[..start].trim_end().strip_suffix('.')?.trim_end();
+    let path = |c: char| word(c) || matches!(c, '.' | '-' | '>' | ' ');
+    let from = receiver.rfind(|c| !path(c)).map_or(0, |i| i + 1);
+    member_path(&receiver[from..])
+}
+
 /// Whether the expression `rhs` (what follows an assignment's `=`) is the allocation whose
 /// code position is at its byte `at`, maybe cast or parenthesized: a `new` expression, or a
 /// call (`malloc(…)`, `std::vector<long>(n)`) with `at` on its name, its parentheses or
@@ -644,6 +685,39 @@ mod tests {
             "A::b = malloc(8);",
         ] {
             assert_eq!(target(other, 12), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_growing_method_names_its_container() {
+        let grown = |line: &str, at: &str| {
+            let column = line.find(at).unwrap() as u32 + 1;
+            grown_container(line, column).map(|a| a.path())
+        };
+        let named = |path: &str| Some(path.to_owned());
+        assert_eq!(grown("    accs.resize(4);", "resize"), named("accs"));
+        assert_eq!(grown("    accs.resize(4);", "("), named("accs"));
+        assert_eq!(grown("  st.hits.assign(8, 0);", "("), named("st.hits"));
+        assert_eq!(
+            grown(
+                "for (int i = 0; i < 8; i++) grown.push_back(0);",
+                "push_back"
+            ),
+            named("grown")
+        );
+        assert_eq!(
+            grown("p->items . reserve (n);", "reserve"),
+            named("p->items")
+        );
+        for (line, at) in [
+            ("accs.size();", "size"),
+            ("a[i].resize(4);", "resize"),
+            ("resize(4);", "resize"),
+            ("f().resize(4);", "resize"),
+            ("accs.resize(4);", "accs"),
+            ("vp->resize(4);", "resize"),
+        ] {
+            assert_eq!(grown(line, at), None, "{line}");
         }
     }
 
