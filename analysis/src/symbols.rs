@@ -892,8 +892,18 @@ impl Symbolizer {
         let (Some((pos, frame)), caller) = self.allocation_frames_at(block) else {
             return None;
         };
-        if callees::holds_vector_elements(&self.allocation_library_functions(block)) == Some(false)
+        // `operator new` or `operator new[]` of a class: what its caller's `new[]` puts in
+        // front of the elements is not known here.
+        if frame
+            .function
+            .as_deref()
+            .is_some_and(|f| f.contains("operator new"))
         {
+            return None;
+        }
+        let vector_storage =
+            callees::holds_vector_elements(&self.allocation_library_functions(block));
+        if vector_storage == Some(false) {
             return None;
         }
         let i = self.code_module(pos.addr())?;
@@ -912,6 +922,11 @@ impl Symbolizer {
             return None;
         }
         let declared = self.pointer_of_line(pos, &frame, block.size, true)?;
+        if vector_storage.is_some() && declared.pointer {
+            // A vector's storage, named through a pointer to the vector (`p->v = new
+            // std::vector<long>(8)`, `make_unique<std::vector<long>>(8)`): not that object.
+            return None;
+        }
         // `struct hdr *h = malloc(sizeof *h + n); … return h + 1;` in an allocating function:
         // a header and what follows it, not an array of headers. The function's pointer names
         // the block only when its caller's line holds it in a pointer of the same type
@@ -998,15 +1013,35 @@ impl Symbolizer {
                 line -= 1;
             }
         }
+        let i = self.code_module(pos.addr())?;
+        let pc = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
+        // The frames of code inlined into the statement's function, there.
+        let inlined = self
+            .code_pos(pos)
+            .and_then(|loc| loc.frames().position(|f| &f == frame));
+        // What the statement's own call instruction calls (not inlined library code's, as
+        // `std::vector`'s): the allocation written there must call it.
+        let callee = match (statement, inlined) {
+            (true, Some(0)) => self
+                .open(i)?
+                .call_sites
+                .callee_at(pc)
+                .and_then(|name| Allocator::spelled(&name).map(str::to_owned)),
+            _ => None,
+        };
+        let callee = callee.as_deref();
         let declared = self
             .with_unit_at(pos, |unit| {
                 members::pointer_declared_at(unit, file, line, block)
             })
             .flatten();
         if let Some(d) = declared {
+            // A pointer must be initialised with the allocation itself (not `wrap(malloc(n))`
+            // or `(long *)malloc(n) + 1`); a container is constructed with arguments.
             let declares = !statement
                 || text.as_ref().is_none_or(|(text, column)| {
                     source::statement_declares(text, *column, &d.name, !d.pointer)
+                        && (!d.pointer || source::declared_value(text, *column, &d.name, callee))
                 });
             if declares {
                 return Some(d);
@@ -1015,25 +1050,18 @@ impl Symbolizer {
         // Assigned, not declared: the name or member's type is DWARF's, its spelling the
         // statement's (`v->data`).
         let (text, column) = text?;
-        let i = self.code_module(pos.addr())?;
+        let first = line.saturating_sub(assigned::PRECEDING_LINES).max(1);
+        let preceding: Vec<String> = (first..line)
+            .map(|l| self.sources.raw_line(file, l).unwrap_or("").to_owned())
+            .collect();
         let at = assigned::Statement {
-            pc: pos.addr().wrapping_sub(self.entries[i].info.load_bias),
-            // The frames of code inlined into the statement's function, there.
-            inlined: self.code_pos(pos)?.frames().position(|f| &f == frame)?,
+            pc,
+            inlined: inlined?,
             file,
             line,
+            before: &text[..source::statement_start(&text, column)],
+            preceding: &preceding,
         };
-        // What the statement's own call instruction calls (not inlined library code's, as
-        // `std::vector`'s): the allocation written there must call it.
-        let callee = match (statement, at.inlined) {
-            (true, 0) => self
-                .open(i)?
-                .call_sites
-                .callee_at(at.pc)
-                .and_then(|name| Allocator::spelled(&name).map(str::to_owned)),
-            _ => None,
-        };
-        let callee = callee.as_deref();
         // Each with whether a plain name is looked up in the statement's scopes, or (as
         // assignments have been since before those) as the unit's one variable of that name.
         let targets = [

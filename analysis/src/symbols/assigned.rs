@@ -30,7 +30,16 @@ pub(crate) struct Statement<'a> {
     pub file: &'a str,
     /// The statement's line.
     pub line: u32,
+    /// The source text before the statement on its line (a local declared in it was
+    /// declared before the statement).
+    pub before: &'a str,
+    /// The source lines before the statement's, nearest last (up to
+    /// [`PRECEDING_LINES`]): clang gives a block-scope `extern` declaration no entry.
+    pub preceding: &'a [String],
 }
+
+/// How many source lines before a statement [`Statement::preceding`] holds.
+pub(crate) const PRECEDING_LINES: u32 = 200;
 
 /// The member the path `root` then `steps` names, at `at`, read as a pointer to a block of
 /// `block` bytes (as [`super::members::pointer_declared_at`]; its name is `name`). `None`
@@ -107,19 +116,20 @@ fn class_of<R: gimli::Reader>(
     step: Step,
 ) -> Option<gimli::UnitOffset<R::Offset>> {
     let mut at = stripped(unit, ty)?;
-    let refers = |tag| match step {
-        Step::Arrow => tag == gimli::DW_TAG_pointer_type,
-        // `T &r = …; r.data = …`: a reference is the object.
-        Step::Dot => matches!(
-            tag,
-            gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type
-        ),
-    };
+    // `T &r = …; r.data = …`, `T *&p`: a reference is what it refers to.
     let outer = unit.entry(at).ok()?;
-    if refers(outer.tag()) {
+    if matches!(
+        outer.tag(),
+        gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type
+    ) {
         at = stripped(unit, type_of(&outer)?)?;
-    } else if step == Step::Arrow {
-        return None;
+    }
+    if step == Step::Arrow {
+        let pointer = unit.entry(at).ok()?;
+        if pointer.tag() != gimli::DW_TAG_pointer_type {
+            return None;
+        }
+        at = stripped(unit, type_of(&pointer)?)?;
     }
     let class = unit.entry(at).ok()?;
     matches!(
@@ -147,7 +157,10 @@ fn member_of<R: gimli::Reader>(
     while let Ok(Some(child)) = children.next() {
         let e = child.entry();
         match e.tag() {
-            gimli::DW_TAG_member if has_name(unit, e, name) => return Some(e.offset()),
+            // A static data member is a variable in the class (DWARF 5, g++).
+            gimli::DW_TAG_member | gimli::DW_TAG_variable if has_name(unit, e, name) => {
+                return Some(e.offset());
+            }
             gimli::DW_TAG_member if e.attr_value(gimli::DW_AT_name).ok().flatten().is_none() => {
                 bases.extend(type_of(e));
             }
@@ -200,6 +213,8 @@ fn root_entry<R: gimli::Reader>(
     // Per depth of the entry being read: its offset, whether it and its parents hold `pc`,
     // and whether it is at namespace scope.
     let mut path: Vec<(gimli::UnitOffset<R::Offset>, bool, bool)> = Vec::new();
+    // The parent of each function, block and class, and those entries' tags.
+    let mut tree = Tree::default();
     let mut entries = unit.entries();
     let mut depth: isize = 0;
     while let Ok(Some((delta, entry))) = entries.next_dfs() {
@@ -219,6 +234,7 @@ fn root_entry<R: gimli::Reader>(
             tag,
             gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
         );
+        tree.note(entry.offset(), tag, parent);
         let (holds, namespace) = match tag {
             gimli::DW_TAG_compile_unit | gimli::DW_TAG_namespace => (inside, global),
             gimli::DW_TAG_lexical_block => {
@@ -271,20 +287,49 @@ fn root_entry<R: gimli::Reader>(
         .find(|v| v.this && v.parent == function)
         .and_then(|v| class_of(unit, type_of(&unit.entry(v.declared).ok()?)?, Step::Arrow));
     let closure = this_class.is_some_and(|c| is_closure(unit, c));
-    let later = |v: &Variable<_>| {
-        let Ok(e) = unit.entry(v.declared) else {
-            return true;
-        };
+    // Where a variable is declared: its line in the statement's file, and column.
+    let declared_at = |v: &Variable<_>| {
+        let e = unit.entry(v.declared).ok()?;
         let line = match e.attr_value(gimli::DW_AT_decl_line) {
-            Ok(Some(AttributeValue::Udata(n))) => n,
-            _ => return false,
+            Ok(Some(AttributeValue::Udata(n))) => u32::try_from(n).ok()?,
+            _ => return None,
         };
         let file = match e.attr_value(gimli::DW_AT_decl_file) {
             Ok(Some(AttributeValue::FileIndex(i) | AttributeValue::Udata(i))) => decl_file(unit, i),
             _ => None,
         };
         let same = file.is_some_and(|f| super::base_name(&f) == super::base_name(at.file));
-        same && line > u64::from(at.line)
+        let column = match e.attr_value(gimli::DW_AT_decl_column) {
+            Ok(Some(AttributeValue::Udata(n))) => Some(n),
+            _ => None,
+        };
+        same.then_some((line, column))
+    };
+    // Declared after the statement: on a later line, or later on its line (by the column
+    // g++ gives, or else by the name not being written before the statement).
+    let later = |v: &Variable<_>| match declared_at(v) {
+        Some((line, _)) if line > at.line => true,
+        Some((line, column)) if line == at.line => match column {
+            Some(c) => c > at.before.len() as u64,
+            None => !words(at.before).any(|w| w == root),
+        },
+        _ => false,
+    };
+    // A block-scope `extern` declaration of the name after the local's (clang gives it no
+    // entry): which one the statement sees is not known.
+    let redeclared = |v: &Variable<_>| {
+        let Some((line, _)) = declared_at(v) else {
+            return false;
+        };
+        let from = at.line.saturating_sub(at.preceding.len() as u32);
+        let lines = at.preceding.iter().enumerate().filter_map(|(i, text)| {
+            let number = from + i as u32;
+            (number > line).then_some(text.as_str())
+        });
+        lines.chain([at.before]).any(|text| {
+            let mut w = words(text);
+            w.clone().any(|x| x == "extern") && w.any(|x| x == root)
+        })
     };
     for &(scope, _) in scopes.iter().rev() {
         let found: Vec<_> = variables
@@ -294,7 +339,7 @@ fn root_entry<R: gimli::Reader>(
         if found.is_empty() {
             continue;
         }
-        if closure && root == "this" {
+        if (closure && root == "this") || found.iter().any(|v| redeclared(v)) {
             return None;
         }
         let one = one_variable(unit, found.iter().map(|v| v.declared))?;
@@ -303,16 +348,161 @@ fn root_entry<R: gimli::Reader>(
     if closure {
         return None;
     }
-    if let Some(class) = this_class {
+    // Not a local: a data member of the function's class (also a static one, in a static
+    // member function), or of a class it is nested in.
+    let classes = match context(unit, &tree, function) {
+        Context::Nested => return None,
+        Context::Member(classes) => classes,
+        Context::Free => Vec::new(),
+    };
+    for class in this_class.into_iter().chain(classes) {
         if let Some(member) = member_of(unit, class, root, 0) {
             return Some((member, function));
         }
+    }
+    // An OpenMP region's outlined function sees its enclosing function's variables, which
+    // DWARF does not give it (clang passes them by pointer).
+    if function_name(unit, function)
+        .is_some_and(|n| n.contains(".omp_outlined") || n.contains("._omp_fn."))
+    {
+        return None;
     }
     let globals = variables
         .iter()
         .filter(|v| v.global && !v.this)
         .map(|v| v.declared);
     Some((one_variable(unit, globals)?, function))
+}
+
+/// Where a function is written, for the names it sees beyond its own scopes.
+enum Context<O> {
+    /// At namespace scope: globals.
+    Free,
+    /// A member function (also a static one) of these classes, innermost first.
+    Member(Vec<O>),
+    /// Inside another function (a GNU nested function, a local class's member): it sees
+    /// that function's locals, which are not looked up here.
+    Nested,
+}
+
+/// The parents and tags of a unit's functions, blocks, classes and namespaces.
+struct Tree<O> {
+    parent: std::collections::HashMap<O, O>,
+    tag: std::collections::HashMap<O, gimli::DwTag>,
+}
+
+impl<O> Default for Tree<O> {
+    fn default() -> Self {
+        Tree {
+            parent: std::collections::HashMap::new(),
+            tag: std::collections::HashMap::new(),
+        }
+    }
+}
+
+impl<O: Copy + Eq + std::hash::Hash> Tree<O> {
+    /// Notes `entry` (of tag `tag`, under `parent`) if it is a function, block, class or
+    /// namespace.
+    fn note(&mut self, entry: O, tag: gimli::DwTag, parent: Option<O>) {
+        let kept = matches!(
+            tag,
+            gimli::DW_TAG_subprogram
+                | gimli::DW_TAG_inlined_subroutine
+                | gimli::DW_TAG_lexical_block
+                | gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_namespace
+                | gimli::DW_TAG_compile_unit
+        );
+        if kept {
+            self.tag.insert(entry, tag);
+            if let Some(p) = parent {
+                self.parent.insert(entry, p);
+            }
+        }
+    }
+}
+
+/// The identifiers of `text`.
+fn words(text: &str) -> impl Iterator<Item = &str> + Clone {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Where the function at `function` is written: its declaration (reached through
+/// `DW_AT_abstract_origin` and `DW_AT_specification`) is in a class (nested in classes at
+/// namespace scope), in another function, or at namespace scope.
+fn context<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    tree: &Tree<Offset<R>>,
+    function: Offset<R>,
+) -> Context<Offset<R>> {
+    let mut at = function;
+    for _ in 0..MAX_DEPTH {
+        let Ok(entry) = unit.entry(at) else {
+            return Context::Nested;
+        };
+        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|a| match entry.attr_value(a) {
+                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                _ => None,
+            });
+        match link {
+            Some(o) => at = o,
+            None => break,
+        }
+    }
+    let mut classes = Vec::new();
+    let mut up = tree.parent.get(&at).copied();
+    for _ in 0..MAX_DEPTH {
+        let Some(p) = up else {
+            break;
+        };
+        match tree.tag.get(&p).copied() {
+            Some(
+                gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type,
+            ) => classes.push(p),
+            Some(gimli::DW_TAG_namespace | gimli::DW_TAG_compile_unit) | None => break,
+            // A function or block: a nested function, or a local class's member.
+            Some(_) => return Context::Nested,
+        }
+        up = tree.parent.get(&p).copied();
+    }
+    if classes.is_empty() {
+        Context::Free
+    } else {
+        Context::Member(classes)
+    }
+}
+
+/// The name of the function at `function` (on it, or on what it is an inlined or
+/// out-of-line copy or definition of).
+fn function_name<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    function: Offset<R>,
+) -> Option<String> {
+    let mut at = function;
+    for _ in 0..MAX_DEPTH {
+        let entry = unit.entry(at).ok()?;
+        if let Some(v) = entry.attr_value(gimli::DW_AT_name).ok().flatten() {
+            return Some(
+                unit.attr_string(v)
+                    .ok()?
+                    .to_string_lossy()
+                    .ok()?
+                    .into_owned(),
+            );
+        }
+        at = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|a| match entry.attr_value(a) {
+                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                _ => None,
+            })?;
+    }
+    None
 }
 
 /// One of the variables at `declared` when all have one type (an `extern` declaration and

@@ -17,6 +17,8 @@ pub(crate) struct SourceLines {
 struct Lines {
     raw: Vec<String>,
     collapsed: Vec<String>,
+    /// The file has `#line` directives: the compiler numbered some of its lines otherwise.
+    renumbered: bool,
 }
 
 impl SourceLines {
@@ -29,11 +31,17 @@ impl SourceLines {
         self.lines(file)?.collapsed.get(index).map(String::as_str)
     }
 
-    /// Line `line` (1-based) of `file` as written (columns count its bytes), as for
-    /// [`line`](Self::line).
+    /// Line `line` (1-based) of `file` as written (columns count its bytes; a byte that is
+    /// not UTF-8 is one `?`), as for [`line`](Self::line), to read the statement a code
+    /// position's line and column point into. `None` also for a file with `#line`
+    /// directives, whose lines the compiler numbered otherwise.
     pub(crate) fn raw_line(&mut self, file: &str, line: u32) -> Option<&str> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
-        self.lines(file)?.raw.get(index).map(String::as_str)
+        let lines = self.lines(file)?;
+        if lines.renumbered {
+            return None;
+        }
+        lines.raw.get(index).map(String::as_str)
     }
 
     fn lines(&mut self, file: &str) -> Option<&Lines> {
@@ -41,18 +49,48 @@ impl SourceLines {
             .entry(file.to_owned())
             .or_insert_with(|| {
                 let bytes = read_source(file)?;
-                let raw: Vec<String> = String::from_utf8_lossy(&bytes)
-                    .lines()
-                    .map(str::to_owned)
-                    .collect();
+                let raw = split_lines(&bytes);
                 let collapsed = raw
                     .iter()
                     .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
                     .collect();
-                Some(Lines { raw, collapsed })
+                let renumbered = raw.iter().any(|l| {
+                    let l = l.trim_start();
+                    l.strip_prefix('#').is_some_and(|d| {
+                        let d = d.trim_start();
+                        d.starts_with("line") || d.starts_with(|c: char| c.is_ascii_digit())
+                    })
+                });
+                Some(Lines {
+                    raw,
+                    collapsed,
+                    renumbered,
+                })
             })
             .as_ref()
     }
+}
+
+/// The lines of a source file as the compiler counts them (ended by `\n`, `\r\n` or a lone
+/// `\r`), each byte that is not UTF-8 read as one `?` so that columns, which count bytes, stay
+/// where they are (a lossy conversion would make each such byte three).
+fn split_lines(bytes: &[u8]) -> Vec<String> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => bytes
+            .iter()
+            .map(|&b| if b.is_ascii() { char::from(b) } else { '?' })
+            .collect(),
+    };
+    let mut lines: Vec<String> = text
+        .split('\n')
+        .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'))
+        .map(str::to_owned)
+        .collect();
+    if text.ends_with('\n') || text.ends_with('\r') {
+        lines.pop();
+    }
+    lines
 }
 
 /// Whether the statement of source line `line` that holds column `column` (1-based, in
@@ -81,6 +119,42 @@ pub(crate) fn statement_declares(line: &str, column: u32, name: &str, object: bo
             || rest.starts_with('(')
             || rest.starts_with('{')
             || rest.starts_with('[')
+    })
+}
+
+/// Whether the statement at column `column` of `line`, which declares `name` (see
+/// [`statement_declares`]), initialises it with the allocation there as its value (as
+/// [`assigned_target`] checks an assignment's): `long *p = (long *)malloc(n)` or `Node
+/// *n(new Node)`, not `long *p = (long *)malloc(n) + 1` or `W *w = wrap(calloc(…))`.
+pub(crate) fn declared_value(line: &str, column: u32, name: &str, callee: Option<&str>) -> bool {
+    let (start, end) = statement_at(line, column);
+    let statement = &line[start..end];
+    let Some(at) = usize::try_from(column)
+        .ok()
+        .and_then(|c| c.checked_sub(1 + start))
+    else {
+        return false;
+    };
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let s = statement.as_bytes();
+    statement.match_indices(name).any(|(i, _)| {
+        let after = i + name.len();
+        if (i > 0 && word(s[i - 1])) || s.get(after).is_some_and(|&b| word(b)) {
+            return false;
+        }
+        let gap = statement[after..].len() - statement[after..].trim_start().len();
+        let open = after + gap;
+        match s.get(open) {
+            Some(b'=') if s.get(open + 1) != Some(&b'=') => at
+                .checked_sub(open + 1)
+                .is_some_and(|a| is_the_value(&statement[open + 1..], a, callee)),
+            Some(b'(' | b'{') => closing(statement, open).is_some_and(|close| {
+                at > open
+                    && at <= close
+                    && is_the_value(&statement[open + 1..close], at - open - 1, callee)
+            }),
+            _ => false,
+        }
     })
 }
 
@@ -344,16 +418,19 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
                 && is_the_value(&rhs[open + 1..close], at - open - 1, callee);
         }
     }
-    if rhs.starts_with("new")
-        && !rhs[3..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-    {
-        // `new T[n + 1]()`: no arithmetic outside its brackets and parentheses.
+    if keyword_at(rhs, 0, "new") {
+        // `new T[n + 1]()`: no arithmetic or comma outside its brackets and parentheses, and
+        // no other `new` inside it before `at` (`new Wrapper(new long[8]())`: which of the
+        // two is at `at` cannot be told when the compiler places the outer one at its last
+        // parenthesis).
         let mut depth = 0i32;
         for (i, c) in rhs.char_indices() {
             match c {
                 '(' | '[' | '{' => depth += 1,
                 ')' | ']' | '}' => depth -= 1,
                 '+' | '-' if depth == 0 && !rhs[i + 1..].starts_with('>') => return false,
+                ',' if depth == 0 => return false,
+                'n' if i > 0 && i <= at && keyword_at(rhs, i, "new") => return false,
                 _ => {}
             }
         }
@@ -373,11 +450,19 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
     };
     // The function the call instruction calls must be the one written here: gcc places
     // `wrap(malloc(n))`'s `malloc` at `wrap`, and a macro hides what it expands to.
-    let called = rhs[..name].split('<').next().unwrap_or("");
+    let called = rhs[..name].split('<').next().unwrap_or("").trim_end();
     let called = called.rsplit([':', ' ']).next().unwrap_or("");
     callee.is_none_or(|c| c == called)
         && rhs[close + 1..].trim().is_empty()
         && (at <= name || at == close)
+}
+
+/// Whether the keyword `word` starts at byte `at` of `text` (not part of a longer name).
+fn keyword_at(text: &str, at: usize, word: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text[at..].starts_with(word)
+        && !text[at + word.len()..].starts_with(part)
+        && !text[..at].ends_with(part)
 }
 
 /// The byte of the `)` or `}` that closes the `(` or `{` at byte `open` of `line` (the two
@@ -446,6 +531,21 @@ pub(crate) fn continued(first: &str, rest: &str, column: u32) -> Option<(String,
     });
     let offset = u32::try_from(head.len() + 1).ok()?;
     assigns.then(|| (format!("{head} {rest}"), column.saturating_add(offset)))
+}
+
+/// Where the statement of `line` holding column `column` starts (a byte of `line`), also
+/// after a block's `{` or `}` before it (`void init(T *g) { g->data = …`).
+pub(crate) fn statement_start(line: &str, column: u32) -> usize {
+    let start = statement_at(line, column).0;
+    let at = usize::try_from(column)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(1)
+        .min(line.len());
+    let brace = line
+        .get(..at)
+        .and_then(|l| l.rfind(['{', '}']))
+        .map_or(0, |i| i + 1);
+    start.max(brace)
 }
 
 /// The byte range of the statement of `line` that holds column `column` (1-based): cut at
@@ -582,6 +682,16 @@ mod tests {
         assert_eq!(value("p = (char *)malloc(64) + 16;"), None);
         assert_eq!(value("p = 16 + (char *)malloc(64);"), None);
         assert_eq!(value("p = table[malloc(8) != 0];"), None);
+        let outer = |line: &str, at: &str| {
+            let column = line.find(at).unwrap() as u32 + 1;
+            target(line, column)
+        };
+        assert_eq!(outer("h->w = new W(new long[8]());", "new long"), None);
+        assert_eq!(outer("h->w = new W(new long[8]());", "())"), None);
+        assert_eq!(
+            outer("a->w = new W(0), b->buf = new long[8]();", "new long"),
+            None
+        );
         assert_eq!(value("p = (*get)(malloc(8));"), None);
         assert_eq!(
             target("p->v = new double[n + 1];", 8),
@@ -609,6 +719,10 @@ mod tests {
         );
         assert_eq!(
             called("p->m = std::malloc(64);", 8, "malloc"),
+            named("p->m")
+        );
+        assert_eq!(
+            called("p->m = (long *) malloc (64);", 17, "malloc"),
             named("p->m")
         );
         assert_eq!(called("p->m = new long[8];", 8, "new"), named("p->m"));
@@ -689,6 +803,47 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_pointer_is_named_only_when_the_allocation_is_its_value() {
+        let value = |line: &str, at: &str, name: &str, callee: &str| {
+            let column = line.find(at).unwrap() as u32 + 1;
+            declared_value(line, column, name, Some(callee))
+        };
+        assert!(value(
+            "long *p = (long *)malloc(64);",
+            "malloc",
+            "p",
+            "malloc"
+        ));
+        assert!(value("Node *n(new Node);", "new", "n", "new"));
+        assert!(value("Node *n{new Node()};", ")", "n", "new"));
+        assert!(value(
+            "struct v *v = malloc(sizeof *v); v->d = calloc(1, 8);",
+            "malloc",
+            "v",
+            "malloc"
+        ));
+        assert!(!value(
+            "long *p = (long *)malloc(64) + 1;",
+            "malloc",
+            "p",
+            "malloc"
+        ));
+        assert!(!value("W *w = wrap(calloc(8, 8));", "wrap", "w", "calloc"));
+        assert!(!value(
+            "W *w = new W(new long[8]());",
+            "new long",
+            "w",
+            "new"
+        ));
+        assert!(!value(
+            "W *w = new W(nullptr), *x = new W;",
+            "new W;",
+            "w",
+            "new"
+        ));
+    }
+
+    #[test]
     fn a_growing_method_names_its_container() {
         let grown = |line: &str, at: &str| {
             let column = line.find(at).unwrap() as u32 + 1;
@@ -735,6 +890,22 @@ mod tests {
         for first in ["if (a ==", "x +=", "f(a,", "int y = 0;", "a <="] {
             assert_eq!(continued(first, "malloc(8);", 1), None, "{first}");
         }
+    }
+
+    #[test]
+    fn lines_end_as_the_compiler_counts_them_and_keep_their_byte_columns() {
+        assert_eq!(split_lines(b"a\nb\r\nc\rd\n"), ["a", "b", "c", "d"]);
+        assert_eq!(split_lines(b"a\n\nb"), ["a", "", "b"]);
+        // Latin-1 `\xe9`: one byte, one column.
+        let lines = split_lines(b"s = \"\xe9\"; p = malloc(8);\n");
+        assert_eq!(lines[0].find("malloc"), Some(13));
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("renumbered.c");
+        std::fs::write(&p, "int x;\n#line 40\nint y;\n").expect("write");
+        let mut s = SourceLines::default();
+        let p = p.to_str().expect("utf-8");
+        assert_eq!(s.raw_line(p, 1), None);
+        assert_eq!(s.line(p, 3), Some("int y;"));
     }
 
     #[test]
