@@ -1001,6 +1001,18 @@ fn part(thread: u64, store: bool, member: &str, offset: u64, bytes: u64) -> Part
     (thread, store, member.to_owned(), Some(offset), bytes)
 }
 
+/// The parts of the heap finding on the block allocated on the line of `src` marked
+/// `marker`.
+fn heap_parts(json: &serde_json::Value, src: &Path, marker: &str) -> Vec<Part> {
+    let line = u64::from(line_of(src, marker));
+    let findings = json["findings"].as_array().unwrap();
+    findings
+        .iter()
+        .find(|f| f["object"]["kind"] == "heap" && f["allocated_at"]["line"].as_u64() == Some(line))
+        .map(parts_of)
+        .unwrap_or_else(|| panic!("no heap finding from {marker}: {:#}", json["findings"]))
+}
+
 #[test]
 fn findings_name_each_member_of_unions_interleaved_arrays_bases_and_new_arrays() {
     let dir = tempfile::tempdir().unwrap();
@@ -1324,17 +1336,7 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
                 ],
                 "{what}"
             );
-            let from = |marker: &str| {
-                let line = u64::from(line_of(&src, marker));
-                findings
-                    .iter()
-                    .find(|f| {
-                        f["object"]["kind"] == "heap"
-                            && f["allocated_at"]["line"].as_u64() == Some(line)
-                    })
-                    .map(parts_of)
-                    .unwrap_or_else(|| panic!("no heap finding from {marker}: {what}"))
-            };
+            let from = |marker: &str| heap_parts(&json, &src, marker);
             // The struct hack: one message whose `data` takes the rest of the block.
             assert_eq!(
                 from("MESSAGE"),
@@ -1443,17 +1445,8 @@ fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
             let (code, json, _) = audit_json(&trace);
             let what = format!("{name}: {:#}", json["findings"]);
             assert_eq!(code, 1, "{what}");
-            let findings = json["findings"].as_array().unwrap();
             let stores_from = |marker: &str| {
-                let line = u64::from(line_of(&src, marker));
-                let finding = findings
-                    .iter()
-                    .find(|f| {
-                        f["object"]["kind"] == "heap"
-                            && f["allocated_at"]["line"].as_u64() == Some(line)
-                    })
-                    .unwrap_or_else(|| panic!("no heap finding from {marker}: {what}"));
-                let mut parts = parts_of(finding);
+                let mut parts = heap_parts(&json, &src, marker);
                 parts.retain(|p| p.1);
                 parts
             };
@@ -1569,18 +1562,7 @@ fn heap_findings_name_blocks_after_the_variable_the_statement_sees() {
             let (code, json, _) = audit_json(&trace);
             let what = format!("{name}: {:#}", json["findings"]);
             assert_eq!(code, 1, "{what}");
-            let findings = json["findings"].as_array().unwrap();
-            let from = |marker: &str| {
-                let line = u64::from(line_of(&src, marker));
-                findings
-                    .iter()
-                    .find(|f| {
-                        f["object"]["kind"] == "heap"
-                            && f["allocated_at"]["line"].as_u64() == Some(line)
-                    })
-                    .map(parts_of)
-                    .unwrap_or_else(|| panic!("no heap finding from {marker}: {what}"))
-            };
+            let from = |marker: &str| heap_parts(&json, &src, marker);
             let named = |root: &str| {
                 vec![
                     part(1, true, &format!("{root}->data[1]"), 8, 8),
@@ -1621,18 +1603,7 @@ fn cxx_heap_findings_name_class_statics_and_never_a_value_the_allocation_is_not(
             let (code, json, _) = audit_json(&trace);
             let what = format!("{name}: {:#}", json["findings"]);
             assert_eq!(code, 1, "{what}");
-            let findings = json["findings"].as_array().unwrap();
-            let from = |marker: &str| {
-                let line = u64::from(line_of(&src, marker));
-                findings
-                    .iter()
-                    .find(|f| {
-                        f["object"]["kind"] == "heap"
-                            && f["allocated_at"]["line"].as_u64() == Some(line)
-                    })
-                    .map(parts_of)
-                    .unwrap_or_else(|| panic!("no heap finding from {marker}: {what}"))
-            };
+            let from = |marker: &str| heap_parts(&json, &src, marker);
             // Class statics, not the global of that name (another type).
             for (marker, root) in [("STATIC_MEMBER", "cfg"), ("ENCLOSING_STATIC", "scfg")] {
                 assert_eq!(
@@ -1674,17 +1645,7 @@ fn a_block_assigned_in_an_openmp_region_is_never_named_after_a_global_it_does_no
             // A finding either way (whether its share of the run's time fails it varies).
             let (_, json, _) = audit_json(&trace);
             let what = format!("{name}: {:#}", json["findings"]);
-            let line = u64::from(line_of(&src, "SHARED"));
-            let parts = json["findings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| {
-                    f["object"]["kind"] == "heap"
-                        && f["allocated_at"]["line"].as_u64() == Some(line)
-                })
-                .map(parts_of)
-                .unwrap_or_else(|| panic!("no heap finding from SHARED: {what}"));
+            let parts = heap_parts(&json, &src, "SHARED");
             let named = [
                 part(1, true, "s->data[1]", 8, 8),
                 part(2, true, "s->data[2]", 16, 8),
