@@ -1597,7 +1597,7 @@ fn cxx_heap_findings_name_class_statics_and_never_a_value_the_allocation_is_not(
             let trace = dir.path().join(format!("{name}.cstrace"));
             assert_eq!(
                 record(&trace, &prog, &[], 1),
-                "200000 200000 200000 200000 200000 200000 200000 1\n",
+                "200000 200000 200000 200000 200000 200000 200000 1\n200000 1 200000\n",
                 "{name}"
             );
             let (code, json, _) = audit_json(&trace);
@@ -1616,7 +1616,15 @@ fn cxx_heap_findings_name_class_statics_and_never_a_value_the_allocation_is_not(
                 );
             }
             // No part of these blocks is named (neighbours' parts have no offset in it).
-            for marker in ["WRAPPED", "OFFSET", "NESTED", "VECTOR_POINTER", "CLASS_NEW"] {
+            for marker in [
+                "WRAPPED",
+                "OFFSET",
+                "NESTED",
+                "VECTOR_POINTER",
+                "CLASS_NEW",
+                "ROW",
+                "STRING",
+            ] {
                 let parts = from(marker);
                 assert!(parts.iter().any(|p| p.3.is_some()), "{marker}: {what}");
                 assert!(
@@ -1627,6 +1635,26 @@ fn cxx_heap_findings_name_class_statics_and_never_a_value_the_allocation_is_not(
                     "{marker} names a part: {what}"
                 );
             }
+            // `this->e`'s block (clang), or bytes at the constructor's line (g++ places the
+            // default member initializer at its last initializer): never `d`.
+            let default_init = u64::from(line_of(&src, "DEFAULT_INIT"));
+            let defaulted: Vec<Part> = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| {
+                    f["object"]["kind"] == "heap"
+                        && f["allocated_at"]["line"]
+                            .as_u64()
+                            .is_some_and(|l| l == default_init || l == default_init + 1)
+                })
+                .flat_map(parts_of)
+                .collect();
+            assert!(!defaulted.is_empty(), "{what}");
+            assert!(
+                defaulted.iter().all(|p| !p.2.starts_with("this->d")),
+                "{what}"
+            );
         }
     }
 }

@@ -901,8 +901,8 @@ impl Symbolizer {
         {
             return None;
         }
-        let vector_storage =
-            callees::holds_vector_elements(&self.allocation_library_functions(block));
+        let library = self.allocation_library_functions(block);
+        let vector_storage = callees::holds_vector_elements(&library);
         if vector_storage == Some(false) {
             return None;
         }
@@ -921,7 +921,8 @@ impl Symbolizer {
         {
             return None;
         }
-        let declared = self.pointer_of_line(pos, &frame, block.size, true)?;
+        let grown_by = callees::vector_method(&library);
+        let declared = self.pointer_of_line(pos, &frame, block.size, Some(grown_by))?;
         if vector_storage.is_some() && declared.pointer {
             // A vector's storage, named through a pointer to the vector (`p->v = new
             // std::vector<long>(8)`, `make_unique<std::vector<long>>(8)`): not that object.
@@ -933,7 +934,7 @@ impl Symbolizer {
         // (`struct pair *p = make_pairs(…)`, `pairs = make_pairs(…)`), or it stores the block
         // in a member (`this->cells = new double[n]` in a constructor).
         if let (Some((outer_pos, outer)), false) = (&caller, declared.member) {
-            let theirs = self.pointer_of_line(*outer_pos, outer, block.size, false);
+            let theirs = self.pointer_of_line(*outer_pos, outer, block.size, None);
             if theirs.is_none_or(|t| t.shape != declared.shape) {
                 return None;
             }
@@ -990,8 +991,11 @@ impl Symbolizer {
         pos: CodePos,
         frame: &InlinedCall,
         block: u64,
-        statement: bool,
+        allocating: Option<Option<&str>>,
     ) -> Option<members::DeclaredPointer> {
+        // Whether this is the allocation's own statement (not a wrapper's caller's), and the
+        // `std::vector` method that allocated, if one did.
+        let (statement, grown_by) = (allocating.is_some(), allocating.flatten());
         if frame.line_guessed {
             // Code merged from several lines (clang -O2 making one `malloc` call of two
             // branches'): the line before it need not be the allocation's.
@@ -1069,7 +1073,7 @@ impl Symbolizer {
             (source::initialized_member(&text, column, callee), false),
             (source::out_parameter_target(&text, column, callee), false),
             // `accs.resize(n)` in a function whose lambdas capture `accs`.
-            (source::grown_container(&text, column), true),
+            (source::grown_container(&text, column, grown_by), true),
         ];
         for (target, scoped) in targets {
             let Some(target) = target else {

@@ -5,10 +5,15 @@
 // initialised with a call around the allocation (`wrap(calloc(…))`), past its start
 // (`(long *)malloc(64) + 1`), or with a `new` around another (`new Wrapper(new long[8]())`),
 // a `std::vector`'s storage through a pointer to the vector (`new std::vector<long>(8)`),
-// and a class's own `operator new[]`, whose caller's `new[]` adds a count in front.
+// a class's own `operator new[]`, whose caller's `new[]` adds a count in front, a row
+// emplaced into a vector of vectors (`rows.emplace_back(8)`: the row's buffer, not `rows`'),
+// a string emplaced into a vector of strings (built in the shared C++ library), and a default
+// member initializer, which g++ places at the end of the constructor's last initializer
+// (`d(new long[n]())`): never named `this->d`.
 #include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 struct Chars {
@@ -57,6 +62,12 @@ struct Slot {
     static void operator delete[](void *q) { free(q); }
 };
 
+struct Two {
+    long *d;
+    long *e = new long[8](); /* DEFAULT_INIT */
+    explicit Two(int n) : d(new long[n]()) {}
+};
+
 __attribute__((noinline)) static long *wrap(void *p)
 {
     return static_cast<long *>(p) + 1;
@@ -66,6 +77,9 @@ Longs engine_cfg, outer_cfg;
 long *wrapped, *offset, *nested;
 std::vector<long> *vec;
 Slot *slots;
+std::vector<std::vector<long>> *rows;
+std::vector<std::string> *names;
+Two *two;
 
 static void *work(void *arg)
 {
@@ -78,6 +92,9 @@ static void *work(void *arg)
         nested[1 + k]++;
         (*vec)[1 + k]++;
         slots[1 + k].v++;
+        (*rows)[0][1 + k]++;
+        (*names)[0][1 + k]++;
+        two->e[1 + k]++;
         __asm__ volatile("" ::: "memory");
     }
     return nullptr;
@@ -94,6 +111,13 @@ int main()
     Wrapper *n = new Wrapper(new long[8]()); /* NESTED */
     std::vector<long> *v = new std::vector<long>(8); /* VECTOR_POINTER */
     Slot *s = new Slot[8];
+    std::vector<std::vector<long>> r;
+    r.emplace_back(8); /* ROW */
+    std::vector<std::string> strings;
+    strings.emplace_back(40, 'a'); /* STRING */
+    rows = &r;
+    names = &strings;
+    two = new Two(8);
     for (int i = 0; i < 7; ++i)
         w[i] = o[i] = 0;
     wrapped = w;
@@ -112,5 +136,7 @@ int main()
                 Outer::scfg->data[1] + Outer::scfg->data[2], w[1] + w[2], o[1] + o[2],
                 nested[1] + nested[2], (*vec)[1] + (*vec)[2], slots[1].v + slots[2].v,
                 cfg == scfg);
+    std::printf("%ld %d %ld\n", r[0][1] + r[0][2], static_cast<unsigned char>(strings[0][1]),
+                two->e[1] + two->e[2]);
     return 0;
 }

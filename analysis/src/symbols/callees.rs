@@ -146,15 +146,78 @@ fn slot_symbol(file: &object::File<'_>, slot: u64) -> Option<String> {
 /// library functions the allocation ran through (demangled, innermost first, up to the
 /// program's line): the allocator's value type (`std::__new_allocator<long>::allocate`)
 /// against the element type of the vector whose method the program called (the outermost,
-/// `std::vector<std::vector<long, …>, …>::vector(…)`). On a line that declares
-/// `std::vector<std::vector<long>> rows(n, std::vector<long>(m))` the rows, allocated by the
-/// inner vectors' copies, are `long`s, not rows; a `std::vector<bool>` allocates words.
-/// `None` when either function is not among them (no container, or a call chain cut short).
+/// `std::vector<std::vector<long, …>, …>::vector(…)`; a template method's return type in
+/// front of it, `std::vector<long>& std::vector<…>::emplace_back<int>(int&&)`, skipped). On a
+/// line that declares `std::vector<std::vector<long>> rows(n, std::vector<long>(m))` the
+/// rows, allocated by the inner vectors' copies, are `long`s, not rows; a
+/// `std::vector<bool>` allocates words; and a vector method that allocated through no
+/// allocator (a `std::string` element built in the shared C++ library) did not allocate its
+/// own elements. `None` when no vector method is outermost (no container, or a call chain
+/// cut short).
 pub(crate) fn holds_vector_elements(functions: &[String]) -> Option<bool> {
-    let allocated = functions.iter().find_map(|f| allocator_value_type(f))?;
-    let vector = functions.last()?.strip_prefix("std::vector")?;
+    let vector = without_return_type(functions.last()?).strip_prefix("std::vector")?;
     let element = first_template_argument(vector)?;
-    Some(allocated == element)
+    let allocated = functions
+        .iter()
+        .find_map(|f| allocator_value_type(without_return_type(f)));
+    Some(allocated == Some(element))
+}
+
+/// The method of `std::vector` the program called, when the outermost of the allocation's
+/// library functions (as for [`holds_vector_elements`]) is one: `emplace_back` of
+/// `std::vector<long>& std::vector<…>::emplace_back<int>(int&&)`.
+pub(crate) fn vector_method(functions: &[String]) -> Option<&str> {
+    let name = without_return_type(functions.last()?);
+    let name = name.strip_prefix("std::vector")?;
+    let params = top_level(name, '(')?;
+    let qualified = &name[..params];
+    let method = top_level_last(qualified, "::").map(|i| &qualified[i + 2..])?;
+    Some(method.split('<').next().unwrap_or(method))
+}
+
+/// `name` without the return type a template function's demangled name starts with.
+fn without_return_type(name: &str) -> &str {
+    let end = top_level(name, '(').unwrap_or(name.len());
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in name[..end].char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ' ' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    &name[start..]
+}
+
+/// The first `c` of `text` outside `<…>` and `(…)`.
+fn top_level(text: &str, c: char) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, x) in text.char_indices() {
+        match x {
+            _ if x == c && depth == 0 => return Some(i),
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The last `pattern` of `text` outside `<…>` and `(…)`.
+fn top_level_last(text: &str, pattern: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut last = None;
+    for (i, x) in text.char_indices() {
+        match x {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            _ if depth == 0 && text[i..].starts_with(pattern) => last = Some(i),
+            _ => {}
+        }
+    }
+    last
 }
 
 /// `long` of `std::__new_allocator<long>::allocate(unsigned long, void const*)` (also
@@ -274,5 +337,24 @@ mod tests {
             None
         );
         assert_eq!(holds_vector_elements(&[]), None);
+        // A template method's return type in front; a row's buffer emplaced into rows.
+        let emplaced = [
+            "std::__new_allocator<long>::allocate(unsigned long, void const*)".to_owned(),
+            format!("{row}& std::vector<{row}, std::allocator<{row}> >::emplace_back<int>(int&&)"),
+        ];
+        assert_eq!(holds_vector_elements(&emplaced), Some(false));
+        assert_eq!(vector_method(&emplaced), Some("emplace_back"));
+        // No allocator: a `std::string` element built in the shared library.
+        let strings = ["std::vector<std::string, std::allocator<std::string> >::emplace_back<int, char>(int&&, char&&)".to_owned()];
+        assert_eq!(holds_vector_elements(&strings), Some(false));
+        assert_eq!(
+            vector_method(&functions(row, row)),
+            Some("vector"),
+            "a constructor"
+        );
+        assert_eq!(
+            vector_method(&["std::deque<long>::resize(unsigned long)".to_owned()]),
+            None
+        );
     }
 }

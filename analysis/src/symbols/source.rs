@@ -302,7 +302,10 @@ pub(crate) fn initialized_member<'a>(
     let listed =
         lead.is_empty() || lead.ends_with(',') || (lead.ends_with(':') && !lead.ends_with("::"));
     let value = &line[group + 1..close];
-    (listed && is_the_value(value, at - group - 1, callee)).then(|| Assigned {
+    // At the group's closing parenthesis: g++'s place for a default member initializer
+    // (`long *e = new long[8]();` in the class), not this initializer's value.
+    let inside = at < close;
+    (listed && inside && is_the_value(value, at - group - 1, callee)).then(|| Assigned {
         root: "this",
         steps: vec![(Step::Arrow, name)],
     })
@@ -319,7 +322,14 @@ pub(crate) fn out_parameter_target<'a>(
     if callee.is_some_and(|c| c != "posix_memalign") {
         return None;
     }
-    let at = usize::try_from(column).ok()?.checked_sub(1)?;
+    let mut at = usize::try_from(column).ok()?.checked_sub(1)?;
+    if line.get(at..)?.starts_with('(') {
+        // g++ (C++) places the call at its parenthesis.
+        at = line[..at]
+            .trim_end()
+            .len()
+            .checked_sub("posix_memalign".len())?;
+    }
     let call = line.get(at..)?.strip_prefix("posix_memalign")?.trim_start();
     let args = call.strip_prefix('(')?;
     let mut depth = 0i32;
@@ -347,7 +357,11 @@ pub(crate) fn out_parameter_target<'a>(
 /// (the column on the method's name, or on its parenthesis, as clang and g++ place it):
 /// `accs` of `accs.resize(n)`, `st.hits` of `st.hits.assign(8, 0)`, `v` of
 /// `v.push_back(x)`. Its elements are the block (a vector's storage).
-pub(crate) fn grown_container(line: &str, column: u32) -> Option<Assigned<'_>> {
+pub(crate) fn grown_container<'a>(
+    line: &'a str,
+    column: u32,
+    grown_by: Option<&str>,
+) -> Option<Assigned<'a>> {
     const GROWING: [&str; 8] = [
         "resize",
         "reserve",
@@ -375,7 +389,13 @@ pub(crate) fn grown_container(line: &str, column: u32) -> Option<Assigned<'_>> {
             at + line[at..].find(|c| !word(c)).unwrap_or(line.len() - at),
         )
     };
-    if !GROWING.contains(&&line[start..end]) || !line[end..].trim_start().starts_with('(') {
+    let method = &line[start..end];
+    // The vector method that allocated must be the one written (not the constructor of a
+    // braced temporary g++ places at `rows.push_back({…})`'s parenthesis).
+    if !GROWING.contains(&method)
+        || grown_by != Some(method)
+        || !line[end..].trim_start().starts_with('(')
+    {
         return None;
     }
     let receiver = line[..start].trim_end().strip_suffix('.')?.trim_end();
@@ -434,7 +454,9 @@ fn is_the_value(rhs: &str, at: usize, callee: Option<&str>) -> bool {
                 _ => {}
             }
         }
-        return callee.is_none_or(|c| c == "new");
+        // g++ places a class's default member initializer at the end of the constructor's
+        // last initializer: a position past this expression is not its.
+        return at < rhs.len() && callee.is_none_or(|c| c == "new");
     }
     // A call: a (qualified, maybe templated) name, its arguments, nothing after.
     let name = rhs
@@ -525,7 +547,16 @@ fn member_path(target: &str) -> Option<Assigned<'_>> {
 /// `first` ends with (`double *y =`, then `    malloc(n);`), with `column` of `rest` moved
 /// onto it.
 pub(crate) fn continued(first: &str, rest: &str, column: u32) -> Option<(String, u32)> {
-    let head = first.trim_end();
+    // Without a trailing comment (`// later: acc =` is no assignment).
+    let head = first.split("//").next().unwrap_or(first);
+    let head = match (head.find("/*"), head.rfind("*/")) {
+        (Some(open), _) if head[open..].find("*/").is_none() => &head[..open],
+        (_, Some(close)) if head[close + 2..].trim().is_empty() => {
+            &head[..head[..close].rfind("/*").unwrap_or(close)]
+        }
+        _ => head,
+    };
+    let head = head.trim_end();
     let assigns = head.strip_suffix('=').is_some_and(|h| {
         !h.ends_with(['=', '!', '<', '>', '+', '-', '*', '/', '%', '&', '|', '^'])
     });
@@ -769,6 +800,10 @@ mod tests {
             named("p->v")
         );
         assert_eq!(out("posix_memalign(pp, 64, 64);"), None);
+        assert_eq!(
+            out_parameter_target("posix_memalign (&p, 64, 64);", 16, None).map(|a| a.path()),
+            named("p")
+        );
         assert_eq!(out("posix_memalign(&a[i], 64, 64);"), None);
         assert_eq!(out("posix_memalign((void **)(&p + 1), 64, 64);"), None);
         for other in [
@@ -845,23 +880,31 @@ mod tests {
 
     #[test]
     fn a_growing_method_names_its_container() {
-        let grown = |line: &str, at: &str| {
+        // The method's name as the allocation's library frames give it: the one at `at`.
+        let grown = |line: &str, at: &str, method: &str| {
             let column = line.find(at).unwrap() as u32 + 1;
-            grown_container(line, column).map(|a| a.path())
+            grown_container(line, column, Some(method)).map(|a| a.path())
         };
         let named = |path: &str| Some(path.to_owned());
-        assert_eq!(grown("    accs.resize(4);", "resize"), named("accs"));
-        assert_eq!(grown("    accs.resize(4);", "("), named("accs"));
-        assert_eq!(grown("  st.hits.assign(8, 0);", "("), named("st.hits"));
+        assert_eq!(
+            grown("    accs.resize(4);", "resize", "resize"),
+            named("accs")
+        );
+        assert_eq!(grown("    accs.resize(4);", "(", "resize"), named("accs"));
+        assert_eq!(
+            grown("  st.hits.assign(8, 0);", "(", "assign"),
+            named("st.hits")
+        );
         assert_eq!(
             grown(
                 "for (int i = 0; i < 8; i++) grown.push_back(0);",
+                "push_back",
                 "push_back"
             ),
             named("grown")
         );
         assert_eq!(
-            grown("p->items . reserve (n);", "reserve"),
+            grown("p->items . reserve (n);", "reserve", "reserve"),
             named("p->items")
         );
         for (line, at) in [
@@ -872,8 +915,10 @@ mod tests {
             ("accs.resize(4);", "accs"),
             ("vp->resize(4);", "resize"),
         ] {
-            assert_eq!(grown(line, at), None, "{line}");
+            assert_eq!(grown(line, at, at), None, "{line}");
         }
+        // Another method (a braced temporary's constructor) allocated.
+        assert_eq!(grown("rows.push_back({1, 2});", "(", "vector"), None);
     }
 
     #[test]
@@ -887,7 +932,15 @@ mod tests {
             assigned_target(&joined, column, Some("calloc")).map(|a| a.path()),
             Some("v->data".to_owned())
         );
-        for first in ["if (a ==", "x +=", "f(a,", "int y = 0;", "a <="] {
+        for first in [
+            "if (a ==",
+            "x +=",
+            "f(a,",
+            "int y = 0;",
+            "a <=",
+            "std::vector<P> acc; // later: acc =",
+            "long *q; /* q = */",
+        ] {
             assert_eq!(continued(first, "malloc(8);", 1), None, "{first}");
         }
     }
