@@ -85,13 +85,7 @@ fn returns_nothing<R: gimli::Reader>(
         if entry.attr_value(gimli::DW_AT_type).ok().flatten().is_some() {
             return false;
         }
-        let next = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match entry.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            });
-        match next {
+        match declaration_link(&entry) {
             Some(o) => at = o,
             None => return true,
         }
@@ -424,6 +418,19 @@ impl<O: Copy + Eq + std::hash::Hash> Tree<O> {
     }
 }
 
+/// What a function's entry is a copy or definition of (`DW_AT_abstract_origin`, else
+/// `DW_AT_specification`): where its name, type and class are.
+fn declaration_link<R: gimli::Reader>(
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
+) -> Option<Offset<R>> {
+    [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+        .into_iter()
+        .find_map(|a| match entry.attr_value(a) {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
+        })
+}
+
 /// The identifiers of `text`.
 fn words(text: &str) -> impl Iterator<Item = &str> + Clone {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -443,13 +450,7 @@ fn context<R: gimli::Reader>(
         let Ok(entry) = unit.entry(at) else {
             return Context::Nested;
         };
-        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match entry.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            });
-        match link {
+        match declaration_link(&entry) {
             Some(o) => at = o,
             None => break,
         }
@@ -495,12 +496,7 @@ fn function_name<R: gimli::Reader>(
                     .into_owned(),
             );
         }
-        at = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
-            .into_iter()
-            .find_map(|a| match entry.attr_value(a) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            })?;
+        at = declaration_link(&entry)?;
     }
     None
 }
