@@ -908,11 +908,8 @@ impl Symbolizer {
         }
         let i = self.code_module(pos.addr())?;
         let probe = pos.addr().wrapping_sub(self.entries[i].info.load_bias);
-        let allocator = self
-            .open(i)?
-            .call_sites
-            .callee_at(probe)
-            .and_then(|name| Allocator::named(&name));
+        let callee = self.open(i)?.call_sites.callee_at(probe);
+        let allocator = callee.as_deref().and_then(Allocator::named);
         let (file, line) = (frame.file.as_deref()?, frame.line?);
         if caller.is_some()
             && self.with_unit_at(pos, |unit| {
@@ -922,7 +919,11 @@ impl Symbolizer {
             return None;
         }
         let grown_by = callees::vector_method(&library);
-        let declared = self.pointer_of_line(pos, &frame, block.size, Some(grown_by))?;
+        let allocating = LineRole::Allocating {
+            callee: callee.as_deref(),
+            grown_by,
+        };
+        let declared = self.pointer_of_line(pos, &frame, block.size, allocating)?;
         if vector_storage.is_some() && declared.pointer {
             // A vector's storage, named through a pointer to the vector (`p->v = new
             // std::vector<long>(8)`, `make_unique<std::vector<long>>(8)`): not that object.
@@ -934,7 +935,7 @@ impl Symbolizer {
         // (`struct pair *p = make_pairs(…)`, `pairs = make_pairs(…)`), or it stores the block
         // in a member (`this->cells = new double[n]` in a constructor).
         if let (Some((outer_pos, outer)), false) = (&caller, declared.member) {
-            let theirs = self.pointer_of_line(*outer_pos, outer, block.size, None);
+            let theirs = self.pointer_of_line(*outer_pos, outer, block.size, LineRole::Caller);
             if theirs.is_none_or(|t| t.shape != declared.shape) {
                 return None;
             }
@@ -982,20 +983,23 @@ impl Symbolizer {
     /// by a plain name (`g_data = malloc(…)`: a variable declared elsewhere) or a path of
     /// members (`v->data = calloc(…)`, named so; the last member's type, `data`'s, is the
     /// block's), a constructor's member initializer sets (`cells(new double[n])`, named
-    /// `this->cells`) or `posix_memalign` stores it through (`&accs`). With `statement`, a declared variable counts only if the statement at
-    /// the frame's column declares it (`struct vec *v = malloc(…); v->data = calloc(…);`:
-    /// the second block is not `v` but `v->data`). None when the frame's line is only the
-    /// nearest one before merged code ([`InlinedCall::line_guessed`]).
+    /// `this->cells`) or `posix_memalign` stores it through (`&accs`). For the allocating
+    /// statement itself, a declared variable counts only if the statement at the frame's
+    /// column declares it (`struct vec *v = malloc(…); v->data = calloc(…);`: the second
+    /// block is not `v` but `v->data`) with the allocation as its value. None when the
+    /// frame's line is only the nearest one before merged code
+    /// ([`InlinedCall::line_guessed`]).
     fn pointer_of_line(
         &mut self,
         pos: CodePos,
         frame: &InlinedCall,
         block: u64,
-        allocating: Option<Option<&str>>,
+        kind: LineRole<'_>,
     ) -> Option<members::DeclaredPointer> {
-        // Whether this is the allocation's own statement (not a wrapper's caller's), and the
-        // `std::vector` method that allocated, if one did.
-        let (statement, grown_by) = (allocating.is_some(), allocating.flatten());
+        let (statement, called, grown_by) = match kind {
+            LineRole::Allocating { callee, grown_by } => (true, callee, grown_by),
+            LineRole::Caller => (false, None, None),
+        };
         if frame.line_guessed {
             // Code merged from several lines (clang -O2 making one `malloc` call of two
             // branches'): the line before it need not be the allocation's.
@@ -1025,15 +1029,10 @@ impl Symbolizer {
             .and_then(|loc| loc.frames().position(|f| &f == frame));
         // What the statement's own call instruction calls (not inlined library code's, as
         // `std::vector`'s): the allocation written there must call it.
-        let callee = match (statement, inlined) {
-            (true, Some(0)) => self
-                .open(i)?
-                .call_sites
-                .callee_at(pc)
-                .and_then(|name| Allocator::spelled(&name).map(str::to_owned)),
+        let callee = match inlined {
+            Some(0) => called.and_then(Allocator::spelled),
             _ => None,
         };
-        let callee = callee.as_deref();
         let declared = self
             .with_unit_at(pos, |unit| {
                 members::pointer_declared_at(unit, file, line, block)
@@ -1246,6 +1245,19 @@ fn nearest_line_before(ctx: &module::Context, probe: u64, file: &str) -> Option<
         .filter_map(|(addr, _, l)| Some((addr, l.line.filter(|&n| n != 0)?)))
         .max_by_key(|&(addr, _)| addr)
         .map(|(_, line)| line)
+}
+
+/// Which statement [`Symbolizer::pointer_of_line`] reads.
+#[derive(Clone, Copy)]
+enum LineRole<'a> {
+    /// The allocation's own: the function its call instruction calls (a symbol, `malloc` or
+    /// `_Znam`), and the `std::vector` method that allocated, if one did.
+    Allocating {
+        callee: Option<&'a str>,
+        grown_by: Option<&'a str>,
+    },
+    /// The line of the program's that called an allocating function of the program's.
+    Caller,
 }
 
 /// Lower-case hex of a build-id.
