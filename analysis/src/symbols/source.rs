@@ -101,13 +101,8 @@ fn split_lines(bytes: &[u8]) -> Vec<String> {
 pub(crate) fn statement_declares(line: &str, column: u32, name: &str, object: bool) -> bool {
     let (start, end) = statement_at(line, column);
     let statement = &line[start..end];
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let s = statement.as_bytes();
-    statement.match_indices(name).any(|(i, _)| {
+    occurrences(statement, name).any(|i| {
         let after = i + name.len();
-        if (i > 0 && word(s[i - 1])) || s.get(after).is_some_and(|&b| word(b)) {
-            return false;
-        }
         let before = statement[..i].trim_end();
         if before.ends_with('.') || before.ends_with("->") || before.ends_with("::") {
             return false;
@@ -135,13 +130,9 @@ pub(crate) fn declared_value(line: &str, column: u32, name: &str, callee: Option
     else {
         return false;
     };
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let s = statement.as_bytes();
-    statement.match_indices(name).any(|(i, _)| {
+    occurrences(statement, name).any(|i| {
         let after = i + name.len();
-        if (i > 0 && word(s[i - 1])) || s.get(after).is_some_and(|&b| word(b)) {
-            return false;
-        }
         let gap = statement[after..].len() - statement[after..].trim_start().len();
         let open = after + gap;
         match s.get(open) {
@@ -155,6 +146,18 @@ pub(crate) fn declared_value(line: &str, column: u32, name: &str, callee: Option
             }),
             _ => false,
         }
+    })
+}
+
+/// Where `name` occurs in `statement` as a whole word (byte offsets): `v` in `v = x` and
+/// `*v`, not in `vv` or `v2`.
+fn occurrences<'a>(statement: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let s = statement.as_bytes();
+    statement.match_indices(name).filter_map(move |(i, _)| {
+        let after = i + name.len();
+        let joined = (i > 0 && word(s[i - 1])) || s.get(after).is_some_and(|&b| word(b));
+        (!joined).then_some(i)
     })
 }
 
