@@ -428,6 +428,35 @@ fn calibrate_needs_something_to_do_and_a_loadable_base() {
 }
 
 #[test]
+fn false_sharing_calibration_refuses_a_single_cpu() {
+    // Two threads that take turns on one CPU never move a line between caches: any τ measured
+    // there is noise (before, it was written as a near-zero τ, or reported as "no measurable
+    // penalty" without the reason).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("one-cpu.toml");
+    let o = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_cachescope")])
+        .args([
+            "calibrate",
+            "--false-sharing",
+            "--ops",
+            "6400",
+            "--repetitions",
+            "1",
+        ])
+        .args(["-o", out.to_str().unwrap()])
+        .output()
+        .expect("run taskset");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("needs two CPUs to pin its two threads to"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists(), "no model written");
+}
+
+#[test]
 fn calibrate_never_writes_over_its_base_model() {
     // `--json m.toml` or `-o m.toml` after `--machine m.toml` replaced the user's model (exit
     // 0), where simulate, audit and bandwidth refuse it.
