@@ -109,7 +109,7 @@ fn check_sarif(s: &Value, what: &str) {
         assert_eq!(rules[idx]["id"], rule, "{what}: ruleIndex");
         assert!(["error", "warning", "note"].contains(&res["level"].as_str().unwrap()));
         assert!(!res["message"]["text"].as_str().unwrap().is_empty());
-        let fp = res["partialFingerprints"]["cachescopeFinding/v2"]
+        let fp = res["partialFingerprints"]["cachescopeFinding/v3"]
             .as_str()
             .unwrap();
         assert_eq!(fp.len(), 16);

@@ -1733,6 +1733,38 @@ fn a_member_functions_local_is_named_after_it_when_inlined_too() {
 }
 
 #[test]
+fn a_findings_fingerprint_does_not_depend_on_which_thread_accessed_more() {
+    // The writer is the thread with the most accesses, which a timed loop decides run by run:
+    // a baseline written from one recording must accept the next.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("pair_counters.c");
+    let one = line_of(&src, "ONE_WRITES");
+    let two = line_of(&src, "TWO_WRITES");
+    for compiler in compilers() {
+        let prog = build(
+            dir.path(),
+            format!("pair-{compiler}"),
+            compiler,
+            &src,
+            &["-O0", "-g", "-pthread"],
+        );
+        let mut seen = Vec::new();
+        for (rounds, writer) in [(["200000", "100000"], one), (["100000", "200000"], two)] {
+            let trace = dir.path().join(format!("pair-{compiler}-{writer}.cstrace"));
+            assert_eq!(record(&trace, &prog, &rounds, 1), "300000\n", "{compiler}");
+            let (f, _, what) = failing_false_sharing(&trace, compiler);
+            assert_eq!(
+                f["writer"]["line"].as_u64(),
+                Some(u64::from(writer)),
+                "{what}"
+            );
+            seen.push(f["fingerprint"].clone());
+        }
+        assert_eq!(seen[0], seen[1], "{compiler}");
+    }
+}
+
+#[test]
 fn lambdas_are_named_after_the_function_they_are_written_in() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_lambda_counters.cpp");

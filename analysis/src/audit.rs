@@ -1337,8 +1337,8 @@ fn suggestion(
     }
 }
 
-/// A stable fingerprint (FNV-1a): the kind, what the object is and each site's function,
-/// file name and source line text. Never addresses (they change between runs) and line
+/// A stable fingerprint (FNV-1a): the kind, what the object is and the writer's and victim's
+/// function, file name and source line text, as an unordered pair. Never addresses (they change between runs) and line
 /// numbers only when the source cannot be read: adding a line above a finding must not turn
 /// an accepted finding into a new one. A heap block counts by its allocation site, the same
 /// way.
@@ -1422,11 +1422,14 @@ fn fingerprint(
         }
         _ => vec![[object.name.clone(), String::new(), String::new()]],
     };
-    let site_parts: Vec<[String; 3]> = sites
+    let mut site_parts: Vec<[String; 3]> = sites
         .into_iter()
         .flatten()
         .map(|s| code(s.function.as_deref(), s.file.as_deref(), s.line))
         .collect();
+    // The pair, not who wrote more: two threads bumping neighbouring counters for the same
+    // time make either one the writer (the one with more accesses), run by run.
+    site_parts.sort_unstable();
     for part in object_parts.iter().chain(&site_parts) {
         for p in part {
             eat(p);

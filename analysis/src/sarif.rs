@@ -165,7 +165,7 @@ fn result(report: &AuditReport, f: &Finding, root: &Path, outside: &mut BTreeSet
         "level": level,
         "message": { "text": text },
         "locations": locations,
-        "partialFingerprints": { "cachescopeFinding/v2": f.fingerprint },
+        "partialFingerprints": { "cachescopeFinding/v3": f.fingerprint },
         "properties": {
             "object": f.object.name,
             "objectKind": f.object.kind,
