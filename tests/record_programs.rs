@@ -1752,13 +1752,34 @@ fn a_findings_fingerprint_does_not_depend_on_which_thread_accessed_more() {
         for (rounds, writer) in [(["200000", "100000"], one), (["100000", "200000"], two)] {
             let trace = dir.path().join(format!("pair-{compiler}-{writer}.cstrace"));
             assert_eq!(record(&trace, &prog, &rounds, 1), "300000\n", "{compiler}");
-            let (f, _, what) = failing_false_sharing(&trace, compiler);
+            let (f, sarif, what) = failing_false_sharing(&trace, compiler);
             assert_eq!(
                 f["writer"]["line"].as_u64(),
                 Some(u64::from(writer)),
                 "{what}"
             );
             seen.push(f["fingerprint"].clone());
+            // SARIF's properties carry every part of the line, as the JSON does.
+            let result = &sarif["runs"][0]["results"][0];
+            assert_eq!(
+                result["partialFingerprints"]["cachescopeFinding/v3"], f["fingerprint"],
+                "{what}"
+            );
+            assert_eq!(result["properties"]["lineParts"], f["line_parts"], "{what}");
+            // (In address order, which differs between the compilers: sorted here.)
+            let mut parts = parts_of(&f);
+            parts.sort();
+            assert_eq!(
+                parts,
+                [
+                    // -O0 reads the loop bound from memory each time: the neighbour on the line.
+                    (1, false, "rounds[0]".to_owned(), None, 8),
+                    part(1, true, "st.a", 0, 8),
+                    (2, false, "rounds[1]".to_owned(), None, 8),
+                    part(2, true, "st.b", 8, 8),
+                ],
+                "{what}"
+            );
         }
         assert_eq!(seen[0], seen[1], "{compiler}");
     }

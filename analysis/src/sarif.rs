@@ -173,7 +173,9 @@ fn result(report: &AuditReport, f: &Finding, root: &Path, outside: &mut BTreeSet
             "threads": f.threads,
             "lineSize": f.layout.line_size,
             "shift": f.layout.shift,
-            "timeShare": f.time_share
+            "timeShare": f.time_share,
+            // Every part of the busiest line (the message shows up to four per thread).
+            "lineParts": f.line_parts
         }
     });
     if !related.is_empty() {
