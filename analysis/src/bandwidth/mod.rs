@@ -475,12 +475,19 @@ fn add_breakdown(total: &mut Breakdown, b: &Breakdown) {
     }
 }
 
+/// The smallest share of the estimated time a limit must add to be named as what adds the
+/// most: a compute-bound kernel's L1-L1 read adding 8 ns to 9 ms is no bottleneck, and
+/// naming it in the headline sent readers after core-to-core transfers (review, 2026-11-29).
+/// The breakdown still lists every part.
+pub const NAMED_SHARE: f64 = 0.01;
+
 /// The part that adds the most time (first on ties) among those whose channel `counts`, if
-/// any adds time.
+/// one adds at least [`NAMED_SHARE`] of the estimated time.
 fn most_added(b: &Breakdown, counts: impl Fn(&str) -> bool) -> Option<String> {
+    let floor = NAMED_SHARE * b.estimated_seconds;
     b.parts
         .iter()
-        .filter(|p| p.added_seconds > 0.0 && counts(&p.channel))
+        .filter(|p| p.added_seconds > 0.0 && p.added_seconds >= floor && counts(&p.channel))
         .fold(None::<&BreakdownPart>, |best, p| match best {
             Some(q) if q.added_seconds >= p.added_seconds => Some(q),
             _ => Some(p),
@@ -491,6 +498,26 @@ fn most_added(b: &Breakdown, counts: impl Fn(&str) -> bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_adding_under_one_percent_is_not_named() {
+        let part = |channel: &str, added_seconds: f64| BreakdownPart {
+            channel: channel.into(),
+            windows: 1,
+            seconds: added_seconds,
+            added_seconds,
+        };
+        let mut b = Breakdown {
+            busy_seconds: 1.0,
+            peak_seconds: 1.0,
+            estimated_seconds: 1.0,
+            parts: vec![part("L1-L1 read", 8e-9), part("L2-mem read", 0.009)],
+        };
+        assert_eq!(most_added(&b, |_| true), None);
+        b.parts.push(part("L1-L2 read", 0.01));
+        assert_eq!(most_added(&b, |_| true).as_deref(), Some("L1-L2 read"));
+        assert_eq!(most_added(&b, |c| c != "L1-L2 read"), None);
+    }
 
     #[test]
     fn code_without_debug_information_is_named_by_module_and_offset() {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{BandwidthAnalysis, Breakdown};
+use super::{BandwidthAnalysis, Breakdown, BreakdownPart};
 
 /// Human-readable summary: runtime estimate, per-thread breakdown, per-path curves against
 /// their limits, and the code behind each dominant limit.
@@ -40,13 +40,28 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
             name.to_string()
         }
     };
+    // Below the share a limit must add to be named, say so, and what came closest.
+    let nothing = {
+        let largest = a.total.parts.iter().filter(|p| p.added_seconds > 0.0).fold(
+            None::<&BreakdownPart>,
+            |best, p| match best {
+                Some(q) if q.added_seconds >= p.added_seconds => Some(q),
+                _ => Some(p),
+            },
+        );
+        let floor = format!("nothing adds {:.0}%", super::NAMED_SHARE * 100.0);
+        match largest {
+            Some(p) => format!("{floor} (most: {})", adds(Some(&p.channel), "")),
+            None => "nothing".to_string(),
+        }
+    };
     let _ = writeln!(
         o,
         "Program: estimated {} (at peak {}), {} barrier segment(s); adds the most time: {}; dominant data path: {}",
         secs(a.program.estimated_seconds),
         secs(a.program.peak_seconds),
         a.program.segments,
-        adds(a.program.dominant.as_deref(), "nothing"),
+        adds(a.program.dominant.as_deref(), &nothing),
         if a.program.dominant_path.is_some() && a.program.dominant_path == a.program.dominant {
             "the same".to_string()
         } else {
