@@ -232,10 +232,12 @@ pub struct BandwidthArgs {
     #[arg(long, default_value = "one-to-one")]
     pub map: String,
     /// Smoothing window W in time units (thesis §4.3.1).
-    #[arg(long, short = 'W', default_value_t = cachescope_sim::bandwidth::DEFAULT_WINDOW)]
+    #[arg(long, short = 'W', default_value_t = cachescope_sim::bandwidth::DEFAULT_WINDOW,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub window: u64,
     /// Source attribution samples one access in N.
-    #[arg(long, value_name = "N", default_value_t = cachescope_sim::bandwidth::DEFAULT_SAMPLE_PERIOD)]
+    #[arg(long, value_name = "N", default_value_t = cachescope_sim::bandwidth::DEFAULT_SAMPLE_PERIOD,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub sample_period: u32,
     /// Write the plots (bandwidth curves per path, dominance bars) into this directory.
     #[arg(long, value_name = "DIR")]

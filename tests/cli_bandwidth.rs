@@ -182,10 +182,18 @@ fn bad_input_is_exit_2_with_a_reason() {
         &cachescope(&["bandwidth", t, "--machine", ms]),
         &format!("--machine {ms}: machine model \"ivybridge-4c\" has no [bandwidth] section"),
     );
+    // The range in the message is the one the option takes (`--sample-period 0` was refused
+    // as "must be at least 1" while a too large one said "not in 0..=4294967295").
     assert_exit_2(
         &cachescope(&["bandwidth", t, "--window", "0"]),
-        "--window must be at least 1",
+        "invalid value '0' for '--window <WINDOW>': 0 is not in 1..",
     );
+    for period in ["0", "4294967296"] {
+        assert_exit_2(
+            &cachescope(&["bandwidth", t, "--sample-period", period]),
+            &format!("{period} is not in 1..=4294967295"),
+        );
+    }
     // More threads than cores: the advice is one the command takes (it used to suggest
     // `--map round-robin`, which it then refused).
     let o = cachescope(&["bandwidth", t, "--set", "cores=1"]);
