@@ -208,11 +208,12 @@ fn simulate_bad_input_exits_2() {
     std::fs::write(&bad, "name = \"x\"\ncores = 2\nline_size = 64\n[[levels]]\nname = \"L1\"\nsize = \"32K\"\nassoc = 7\n").unwrap();
     assert_exit_2(
         &cachescope(&["simulate", ts, "--machine", bad.to_str().unwrap()]),
-        "levels[0].assoc",
+        "levels.L1.assoc",
     );
+    // Named as the option spells it (it said `levels[0].size`).
     assert_exit_2(
         &cachescope(&["simulate", ts, "--set", "levels.L1.size=1000"]),
-        "levels[0].size",
+        "levels.L1.size: 1000 is not a positive multiple",
     );
     assert_exit_2(
         &cachescope(&["simulate", ts, "--set", "cores=2"]),

@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub struct ModelError {
     /// Where the model came from (file path or preset name).
     pub source_name: String,
-    /// The offending field, e.g. `levels[1].assoc`.
+    /// The offending field, e.g. `levels.L2.assoc` (`levels[1].name` for a level's name).
     pub field: String,
     /// Why it is wrong.
     pub reason: String,
@@ -381,14 +381,16 @@ impl MachineModel {
         }
         let mut seen_shared = false;
         for (i, l) in self.levels.iter().enumerate() {
-            let f = |name: &str| format!("levels[{i}].{name}");
+            // By name, as `--set levels.L1.size=…` spells it (the name is checked first, and
+            // its own errors name the level by index).
+            let f = |field: &str| format!("levels.{}.{field}", l.name);
             if l.name.is_empty()
                 || l.name.contains(['-', ' '])
                 || l.name == "core"
                 || l.name == "mem"
             {
                 return bad(
-                    f("name"),
+                    format!("levels[{i}].name"),
                     format!(
                         "{:?}: use a short name like L1 (no '-', spaces, 'core' or 'mem')",
                         l.name
@@ -396,7 +398,7 @@ impl MachineModel {
                 );
             }
             if self.levels[..i].iter().any(|o| o.name == l.name) {
-                return bad(f("name"), format!("{:?} is used twice", l.name));
+                return bad(format!("levels[{i}].name"), format!("{:?} is used twice", l.name));
             }
             if l.assoc == 0 || l.assoc > MAX_ASSOC {
                 return bad(
@@ -870,7 +872,7 @@ mod tests {
     fn errors_name_the_field() {
         let base = include_str!("../presets/ivybridge-4c.toml");
         let e = MachineModel::from_toml(&base.replace("assoc = 12", "assoc = 7"), "t").unwrap_err();
-        assert_eq!(e.field, "levels[1].assoc");
+        assert_eq!(e.field, "levels.L2.assoc");
         let e = MachineModel::from_toml(&base.replace("line_size = 64", "line_size = 48"), "t")
             .unwrap_err();
         assert_eq!(e.field, "line_size");
@@ -918,7 +920,7 @@ mod tests {
         assert_eq!(e.field, "levels", "{e}");
         // 16 M ways: minutes per few thousand accesses.
         let e = refused(&["levels.L2.size=1G", "levels.L2.assoc=16777216"]);
-        assert_eq!(e.field, "levels[1].assoc", "{e}");
+        assert_eq!(e.field, "levels.L2.assoc", "{e}");
         // At the limits, accepted.
         let mut m = base.clone();
         m.apply_overrides(
@@ -1031,7 +1033,7 @@ mod tests {
         let e = m
             .apply_overrides(&["levels.L1.assoc=0".into()], "t")
             .unwrap_err();
-        assert_eq!(e.field, "levels[0].assoc");
+        assert_eq!(e.field, "levels.L1.assoc");
         // A level named at the top, or an unknown field inside a table: the message says
         // where the fields are.
         let e = m.apply_overrides(&["L1.size=1".into()], "t").unwrap_err();

@@ -125,7 +125,7 @@ fn huge_time_advances_saturate() {
 fn oversized_caches_are_rejected_not_allocated() {
     let text = "name = \"t\"\ncores = 1\nline_size = 64\n[[levels]]\nname = \"L1\"\nsize = \"16384G\"\nassoc = 8\n";
     let err = MachineModel::from_toml(text, "big.toml").unwrap_err();
-    assert_eq!(err.field, "levels[0].size");
+    assert_eq!(err.field, "levels.L1.size");
     assert!(cachescope_sim::cachegrind::CgGeometry::parse("17592186044416,1,64").is_err());
     assert!(cachescope_sim::cachegrind::CgGeometry::parse("32768,8,4294967360").is_err());
 }
