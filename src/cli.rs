@@ -296,7 +296,8 @@ pub struct DemoArgs {
 /// Where JSON goes: `--json` alone writes to stdout, `--json FILE` to a file.
 #[derive(Args, Debug, Clone)]
 pub struct JsonArg {
-    /// Print JSON instead of the table (to stdout, or to FILE if given).
+    /// JSON: `--json` alone (or `-`) prints it instead of the report; `--json FILE` writes it
+    /// to FILE and still prints the report.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
 }

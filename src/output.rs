@@ -320,6 +320,24 @@ pub fn json_text(value: &impl Serialize) -> Result<String> {
 
 /// Writes `value` as pretty JSON to stdout (`-`) or to a file (as a whole, see
 /// [`write_file`]).
+/// The report of a command with `--json [FILE]`: the human `text` on stdout, or with `--json`
+/// alone (`-`) the JSON instead; `--json FILE` writes the file and still prints the text, so
+/// a CI log shows what the file holds.
+pub fn report(
+    value: &impl Serialize,
+    json: Option<&Path>,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    match json {
+        Some(to) if to.as_os_str() == "-" => write_json(value, to),
+        Some(to) => {
+            write_json(value, to)?;
+            print(text())
+        }
+        None => print(text()),
+    }
+}
+
 pub fn write_json(value: &impl Serialize, to: &Path) -> Result<()> {
     let text = json_text(value)?;
     if to.as_os_str() == "-" {

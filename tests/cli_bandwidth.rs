@@ -70,6 +70,9 @@ fn summary_json_and_plots_are_deterministic() {
             svg.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
+        // The summary still on stdout with `--json FILE`.
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("Program: estimated"), "{text}");
         (std::fs::read(&json).unwrap(), svg)
     };
     let (a, svg_a) = run("a", "200");

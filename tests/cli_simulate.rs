@@ -33,6 +33,9 @@ fn simulate_table_and_json() {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // `--json FILE` writes the file and still prints the report (it printed nothing).
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("coh-false"), "{text}");
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["schema"], "cachescope.simulate/1");

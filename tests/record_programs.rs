@@ -1759,6 +1759,24 @@ fn a_findings_fingerprint_does_not_depend_on_which_thread_accessed_more() {
                 "{what}"
             );
             seen.push(f["fingerprint"].clone());
+            // `--json FILE`: the file, and the human report still on stdout.
+            let file = trace.with_extension("json");
+            let o = Command::new(support::cachescope())
+                .arg("audit")
+                .arg(&trace)
+                .arg("--json")
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(1), "{what}");
+            let human = String::from_utf8_lossy(&o.stdout);
+            assert!(human.contains("[FAIL] false sharing on st (global)"), "{human}");
+            let from_file: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            assert_eq!(
+                from_file["findings"][0]["fingerprint"], f["fingerprint"],
+                "{what}"
+            );
             // SARIF's properties carry every part of the line, as the JSON does.
             let result = &sarif["runs"][0]["results"][0];
             assert_eq!(

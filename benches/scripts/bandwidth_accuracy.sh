@@ -40,7 +40,7 @@ for threads in 1 2; do
     [[ $p == jacobi_blocked ]] && args+=(16 "$iters")
     measured=$(OMP_NUM_THREADS=$threads best "$reps" "$work/$p-native" "${args[@]}")
     OMP_NUM_THREADS=$threads "$cs" record -o "$work/$p-$threads.trace" -- "$work/$p" "${args[@]}" >/dev/null 2>&1
-    "$cs" bandwidth "$work/$p-$threads.trace" --machine "$model" --json "$work/$p-$threads.json"
+    "$cs" bandwidth "$work/$p-$threads.trace" --machine "$model" --json "$work/$p-$threads.json" >/dev/null
     python3 - "$work/$p-$threads.json" "$p" "$threads" "$measured" <<'EOF'
 import json, sys
 a = json.load(open(sys.argv[1]))

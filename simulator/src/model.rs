@@ -398,7 +398,10 @@ impl MachineModel {
                 );
             }
             if self.levels[..i].iter().any(|o| o.name == l.name) {
-                return bad(format!("levels[{i}].name"), format!("{:?} is used twice", l.name));
+                return bad(
+                    format!("levels[{i}].name"),
+                    format!("{:?} is used twice", l.name),
+                );
             }
             if l.assoc == 0 || l.assoc > MAX_ASSOC {
                 return bad(

@@ -145,10 +145,12 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         tau_measured,
     );
     match (&args.json.json, &stdout) {
-        (Some(_), _) => {}
+        // The JSON report on standard output instead of the human one.
+        (Some(p), _) if *p == Path::new(STDOUT) => {}
         // SARIF on standard output: the human report goes to standard error.
-        (None, Some(_)) => eprint!("{human}"),
-        (None, None) => stdout = Some(human),
+        (_, Some(_)) => eprint!("{human}"),
+        // Also with `--json FILE`: a CI log shows what the files hold.
+        (_, None) => stdout = Some(human),
     }
     let files: Vec<(&Path, &[u8])> = files.iter().map(|(p, t)| (*p, t.as_bytes())).collect();
     output::write_files(&files)?;

@@ -39,9 +39,10 @@ pub fn run(a: &BandwidthArgs) -> Result<ExitCode> {
         .collect();
     let to_stdout = match &json {
         Some((to, text)) if *to == Path::new("-") => Some(text.clone()),
-        Some((to, text)) => {
-            files.push((to, text.as_bytes()));
-            None
+        Some((to, json)) => {
+            files.push((to, json.as_bytes()));
+            // The file, and the summary still on stdout (a CI log shows what it holds).
+            Some(text::summary(&analysis))
         }
         None => Some(text::summary(&analysis)),
     };

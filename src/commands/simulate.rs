@@ -13,7 +13,7 @@ use cachescope_sim::{
 };
 
 use crate::cli::SimulateArgs;
-use crate::output::{self, thousands, write_json};
+use crate::output::{self, thousands};
 use crate::progress::Progress;
 
 /// Runs `cachescope simulate`.
@@ -64,10 +64,9 @@ pub fn run(a: &SimulateArgs) -> Result<ExitCode> {
         }
     };
     drop(progress);
-    match &a.json.json {
-        Some(to) => write_json(&report, to)?,
-        None => output::print(render(&a.trace.display().to_string(), &report))?,
-    }
+    output::report(&report, a.json.json.as_deref(), || {
+        render(&a.trace.display().to_string(), &report)
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::simulate::pct;
 use crate::cli::SimulateArgs;
-use crate::output::{self, thousands, write_json};
+use crate::output::{self, thousands};
 use crate::progress::Progress;
 
 /// Configurations one command may run (each holds a whole simulated hierarchy).
@@ -227,27 +227,24 @@ pub fn run(
             .collect::<Result<Vec<_>, _>>()?,
     };
     drop(progress);
-    match &a.json.json {
-        Some(to) => write_json(
-            &SweepJson {
-                schema: "cachescope.sweep/1",
-                trace: a.trace.display().to_string(),
-                runs: configs
-                    .iter()
-                    .zip(&reports)
-                    .map(|(config, report)| Run { config, report })
-                    .collect(),
-            },
-            to,
-        )?,
-        None => output::print(render(
+    let json = SweepJson {
+        schema: "cachescope.sweep/1",
+        trace: a.trace.display().to_string(),
+        runs: configs
+            .iter()
+            .zip(&reports)
+            .map(|(config, report)| Run { config, report })
+            .collect(),
+    };
+    output::report(&json, a.json.json.as_deref(), || {
+        render(
             &a.trace.display().to_string(),
             base,
             &configs,
             &models,
             &reports,
-        ))?,
-    }
+        )
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

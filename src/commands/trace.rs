@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::EXIT_BAD_INPUT;
 use crate::cli::GenArgs;
-use crate::output::{self, thousands, write_json};
+use crate::output::{self, thousands};
 
 fn open(path: &Path, allow_incomplete: bool) -> Result<TraceFile> {
     let trace = TraceFile::open_with(path, OpenOptions { allow_incomplete })?;
@@ -28,11 +28,7 @@ fn open(path: &Path, allow_incomplete: bool) -> Result<TraceFile> {
 pub fn info(path: &Path, allow_incomplete: bool, json: Option<&Path>) -> Result<ExitCode> {
     let trace = open(path, allow_incomplete)?;
     let s = TraceSummary::compute(&trace)?;
-    if let Some(to) = json {
-        write_json(&s, to)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    output::print(render_info(path, &s))?;
+    output::report(&s, json, || render_info(path, &s))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -220,11 +216,7 @@ fn is_write_error(e: &anyhow::Error) -> bool {
 /// `trace verify`.
 pub fn verify(path: &Path, json: Option<&Path>) -> Result<ExitCode> {
     let report = verify_file(path)?;
-    if let Some(to) = json {
-        write_json(&report, to)?;
-    } else {
-        output::print(render_verify(path, &report))?;
-    }
+    output::report(&report, json, || render_verify(path, &report))?;
     Ok(match report.problem() {
         None => ExitCode::SUCCESS,
         Some(p) => {
