@@ -1770,7 +1770,10 @@ fn a_findings_fingerprint_does_not_depend_on_which_thread_accessed_more() {
                 .unwrap();
             assert_eq!(o.status.code(), Some(1), "{what}");
             let human = String::from_utf8_lossy(&o.stdout);
-            assert!(human.contains("[FAIL] false sharing on st (global)"), "{human}");
+            assert!(
+                human.contains("[FAIL] false sharing on st (global)"),
+                "{human}"
+            );
             let from_file: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
             assert_eq!(
@@ -1800,6 +1803,44 @@ fn a_findings_fingerprint_does_not_depend_on_which_thread_accessed_more() {
             );
         }
         assert_eq!(seen[0], seen[1], "{compiler}");
+    }
+}
+
+#[test]
+fn a_neighbours_recorded_finding_does_not_hide_an_objects_latent_one() {
+    // `data`'s false sharing (phase 2) sits on `padded`'s first line with gcc -O0 and next
+    // to it elsewhere; `padded` is idle then. Its 128-byte-line problem (phases 1 and 3) was
+    // hidden wherever the two shared a line, and the fix offered was `data`'s.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("latent_beside_finding.c");
+    let data = line_of(&src, "DATA_WRITES");
+    let padded = line_of(&src, "PADDED_WRITES");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("latent-{compiler}{opt}");
+            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-pthread"]);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 1), "600000\n", "{name}");
+            let (f, _, what) = failing_false_sharing(&trace, &name);
+            assert_eq!(f["object"]["name"], "data", "{what}");
+            assert_eq!(
+                f["writer"]["line"].as_u64(),
+                Some(u64::from(data)),
+                "{what}"
+            );
+            let (_, json, _) = audit_json(&trace);
+            let latent = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["kind"] == "latent_false_sharing" && f["object"]["name"] == "padded")
+                .unwrap_or_else(|| panic!("{what}"));
+            assert_eq!(
+                latent["writer"]["line"].as_u64(),
+                Some(u64::from(padded)),
+                "{what}"
+            );
+        }
     }
 }
 

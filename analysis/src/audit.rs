@@ -478,15 +478,17 @@ pub fn audit(
     let mut latent: BTreeMap<ObjectName, Finding> = BTreeMap::new();
     // Memory known only by its address has no bounds to compare layouts by: a predicted
     // block of it counts the recorded events of every recorded line it overlaps.
-    let mut recorded_lines: BTreeMap<u64, u64> = BTreeMap::new();
-    for b in &reports[0].blocks {
-        *recorded_lines.entry(b.block).or_default() += b.phi_prime;
+    let recorded_blocks = &reports[0].blocks;
+    let mut recorded_lines: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, b) in recorded_blocks.iter().enumerate() {
+        recorded_lines.entry(b.block).or_default().push(i);
     }
     let recorded_overlapping = |b: &BlockEstimate, size: u64| -> u64 {
         let from = b.block.saturating_sub(line.saturating_sub(1));
         recorded_lines
             .range(from..b.block.saturating_add(size))
-            .map(|(_, e)| e)
+            .flat_map(|(_, e)| e)
+            .map(|&i| recorded_blocks[i].phi_prime)
             .sum()
     };
     for report in &reports[1..] {
@@ -513,7 +515,7 @@ pub fn audit(
                 // a neighbour's recorded finding on the object's first line must not hide
                 // latent false sharing on its other lines.
                 let predicted = report.layout.line_size;
-                let mut held: BTreeSet<u64> = BTreeSet::new();
+                let mut held: BTreeSet<usize> = BTreeSet::new();
                 for b in &blocks {
                     let Some(base) = object_base(b, &mut symbols) else {
                         continue;
@@ -527,14 +529,24 @@ pub fn audit(
                         .saturating_add(predicted)
                         .min(base.saturating_add(size));
                     if from < to {
-                        held.extend(
-                            recorded_lines
-                                .range(from & !(line - 1)..to)
-                                .map(|(&l, _)| l),
-                        );
+                        held.extend(recorded_lines.range(from & !(line - 1)..to).flat_map(
+                            |(_, indices)| {
+                                // Only a recorded finding whose threads used the object's
+                                // bytes on that line: false sharing of two neighbours on
+                                // it, in a phase in which the object sat idle, leaves the
+                                // object's own placement problem where it was (review,
+                                // 2026-11-29).
+                                indices.iter().copied().filter(move |&i| {
+                                    recorded_blocks[i]
+                                        .thread_bytes
+                                        .iter()
+                                        .any(|t| t.start < to && from < t.end)
+                                })
+                            },
+                        ));
                     }
                 }
-                let around: u64 = held.iter().map(|l| recorded_lines[l]).sum();
+                let around: u64 = held.iter().map(|&i| recorded_blocks[i].phi_prime).sum();
                 own.max(around)
             };
             if recorded_events >= config.min_events {
