@@ -1845,6 +1845,30 @@ fn a_neighbours_recorded_finding_does_not_hide_an_objects_latent_one() {
 }
 
 #[test]
+fn a_functions_static_is_named_and_declared_in_that_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("function_static.c");
+    let declared = line_of(&src, "DECLARED");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("static-{compiler}{opt}");
+            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-pthread"]);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 1), "ok\n", "{name}");
+            let (f, _, what) = failing_false_sharing(&trace, &name);
+            assert_eq!(f["object"]["name"], "static g of work", "{what}");
+            assert_eq!(
+                f["declared_at"]["line"].as_u64(),
+                Some(u64::from(declared)),
+                "{what}"
+            );
+            // (It was null: the JSON did not say which function declares it.)
+            assert_eq!(f["declared_at"]["function"], "work", "{what}");
+        }
+    }
+}
+
+#[test]
 fn lambdas_are_named_after_the_function_they_are_written_in() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_lambda_counters.cpp");

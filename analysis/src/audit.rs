@@ -1107,14 +1107,15 @@ fn finding(
             })
         }),
         // A global's declaration, from DWARF (`static` variables of a function included).
-        "global" => blocks
-            .first()
-            .and_then(|b| symbols.declaration(b.sample_addr))
-            .map(|(file, line)| SourceLine {
-                function: None,
+        "global" => blocks.first().and_then(|b| {
+            let (file, line) = symbols.declaration(b.sample_addr)?;
+            Some(SourceLine {
+                // A function's `static` variable: that function.
+                function: symbols.static_function(b.sample_addr),
                 file,
                 line,
-            }),
+            })
+        }),
         _ => None,
     };
     let size = blocks.first().and_then(|b| object_size(b, symbols));

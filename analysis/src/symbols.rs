@@ -651,14 +651,7 @@ impl Symbolizer {
         // clang `run.partial`): its DWARF says what it is. Other names need no DWARF.
         let name = match m.function_static(start).filter(|_| symbol.contains('.')) {
             Some(s) => {
-                let function = s.function.clone().or_else(|| {
-                    symbol
-                        .strip_suffix(s.name.as_str())
-                        .and_then(|f| f.strip_suffix('.'))
-                        .filter(|f| !f.is_empty())
-                        .map(str::to_owned)
-                });
-                let text = match function {
+                let text = match declaring_function(s, &symbol) {
                     Some(f) => format!("static {} of {f}", s.name),
                     None => format!("static {}", s.name),
                 };
@@ -672,6 +665,20 @@ impl Symbolizer {
             offset: probe - start,
             size: end - start,
         })
+    }
+
+    /// The function that declares the `static` variable holding `addr`, when it is one
+    /// declared inside a function (see [`Symbolizer::data`]).
+    pub fn static_function(&mut self, addr: u64) -> Option<String> {
+        let i = self.extent_module(addr)?;
+        let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
+        let Slot::Ready(m) = &mut self.entries[i].slot else {
+            return None;
+        };
+        let sym = m.objects.find(probe)?;
+        let (start, symbol) = (sym.start, Arc::clone(&sym.name));
+        let s = m.function_static(start).filter(|_| symbol.contains('.'))?;
+        declaring_function(s, &symbol)
     }
 
     /// The alignment declared (DWARF `DW_AT_alignment`: `alignas`, `aligned(N)`) for the
@@ -1263,4 +1270,16 @@ enum LineRole<'a> {
 /// Lower-case hex of a build-id.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The function that declares a function's `static` variable: its DWARF entry's name, else
+/// the symbol's prefix (clang's `run.partial` for a function it inlined everywhere).
+fn declaring_function(s: &statics::FunctionStatic, symbol: &str) -> Option<String> {
+    s.function.clone().or_else(|| {
+        symbol
+            .strip_suffix(s.name.as_str())
+            .and_then(|f| f.strip_suffix('.'))
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+    })
 }
