@@ -1111,7 +1111,7 @@ fn estimate_buffered(
         // `until`: the time the round's barriers were left, if a thread left one.
         let mut free_phase = false;
         let mut until: Option<u64> = None;
-        // A free thread waits for the free threads' turn in this round.
+        // Whether a free thread was left for the free threads' turn in this round.
         let mut skipped_free = false;
         while std::mem::take(&mut pass_ran) {
             for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
@@ -1384,9 +1384,11 @@ impl Kind {
 
 /// Each thread's clock as the trace's time model has it (ARCHITECTURE.md, "Time model"): its
 /// own advances, a start no earlier than its creation, barriers left at the latest time a
-/// participant entered, a join no earlier than the joined thread's end. Lock order is not
-/// followed: a lock only delays a thread (it never lets a free thread's events go before the
-/// barrier they came after), and the rounds cut at barriers only.
+/// participant entered, a join no earlier than the joined thread's end when that end was read
+/// before the join. Lock order is not followed (the rounds cut at barriers only): a free
+/// thread that waited for a lock a barrier thread released after a barrier keeps its own
+/// clock, so its next events may count with the segment before that barrier, as they do when
+/// the recorder's instruction counts say it was slow.
 #[derive(Debug)]
 struct Clocks {
     /// Per stream: the time of its next event.
