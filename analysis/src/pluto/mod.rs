@@ -30,10 +30,12 @@
 //! (`ThreadJoin`, when it created and joined all of them), read after their streams.
 //!
 //! A thread that takes part in no barrier (a monitor or logger thread beside barrier-phased
-//! workers or an OpenMP team; found by reading each thread but the main one ahead once, to
-//! its first barrier event or its end: see [`Kind`]) is cut by time instead (since
-//! 2026-11-29; before, it was read to its end in the first segment it ran in, so its accesses
-//! only ever met the team's first segment). Each thread has a clock as the trace's time model
+//! workers or an OpenMP team) is cut by time instead (since 2026-11-29; before, it was read to
+//! its end in the first segment it ran in, so its accesses only ever met the team's first
+//! segment). It is found when it is read to its end in a round that other threads end at a
+//! barrier ([`Kind`]); that round is then read again from its start (the maps and tables put
+//! back as they were), so a free thread and the round it is found in are read twice at most,
+//! and a program without barriers is read once, as before. Each thread has a clock as the trace's time model
 //! has it ([`Clocks`]; ARCHITECTURE.md, "Time model", without lock order): in a round whose
 //! other threads ended their segments at a barrier, such a thread is read after them, up to
 //! the time that barrier was left; its later events go to the next rounds. In rounds without
@@ -1082,6 +1084,19 @@ fn estimate_buffered(
     let mut kinds = vec![Kind::Unknown; streams.len()];
     let mut clocks = Clocks::new(streams.len());
     loop {
+        // A round in which a thread not known yet to take part in barriers can run may have to
+        // be read again (see below): what reading it changes is kept to be put back.
+        let done_before: Vec<bool> = streams.iter().map(|s| s.2).collect();
+        let unknown = (1..streams.len()).any(|j| kinds[j] == Kind::Unknown && !done_before[j]);
+        let snapshot = unknown.then(|| Snapshot {
+            heap: heap.clone(),
+            stacks: stacks.clone(),
+            regions: regions.clone(),
+            main: main.clone(),
+            created: created.clone(),
+            unborn: unborn.clone(),
+            clocks: clocks.clone(),
+        });
         let mut any = false;
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
         // Events each thread's stream gave in this round, for the second pass.
@@ -1117,9 +1132,6 @@ fn estimate_buffered(
             for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
                 if ran[i] || unborn[i] || *done || (i == 0 && main.waiting) || (i > 0 && alone) {
                     continue;
-                }
-                if i > 0 && kinds[i] == Kind::Unknown {
-                    kinds[i] = Kind::scan(trace, *tid, events.mark());
                 }
                 if kinds[i] == Kind::Free && !free_phase {
                     skipped_free = true;
@@ -1271,6 +1283,36 @@ fn estimate_buffered(
                 until = clocks.leave(&left);
             }
         }
+        // A thread not known before that ended the round at a barrier takes part in barriers;
+        // one read to its end in a round that other threads ended at a barrier is free: the
+        // round is read again from its start, with the free threads read last and cut at the
+        // barrier's time. (Each thread is found free once, so it is read at most twice, and
+        // so is the round it was found in; a round without a barrier needs nothing of this,
+        // so a program without barriers is read once, as before.)
+        let mut found_free = false;
+        for j in 1..streams.len() {
+            if kinds[j] == Kind::Unknown && left[j].is_some() {
+                kinds[j] = Kind::Barrier;
+            } else if kinds[j] == Kind::Unknown
+                && until.is_some()
+                && streams[j].2
+                && !done_before[j]
+            {
+                kinds[j] = Kind::Free;
+                found_free = true;
+            }
+        }
+        if found_free {
+            let s = snapshot.expect("a thread of unknown kind ran");
+            for ((_, events, done), &mark) in streams.iter_mut().zip(&marks) {
+                events.seek(mark)?;
+                *done = false;
+            }
+            (*heap, *stacks, regions, main) = (s.heap, s.stacks, s.regions, s.main);
+            (created, unborn, clocks) = (s.created, s.unborn, s.clocks);
+            touched.clear();
+            continue;
+        }
         // Threads whose creation is not in the trace (or names another thread) would wait
         // forever: once nothing else moves, they start. The round read no access, so it is
         // no segment (ending one would lose the transfers between its neighbours).
@@ -1343,11 +1385,12 @@ fn reread_segment(
     Ok(())
 }
 
-/// Whether a thread takes part in barriers (found once, by reading its stream ahead to its
-/// first barrier event or its end when it is first to be read).
+/// Whether a thread takes part in barriers (found in the first round that it ends at a
+/// barrier, or that it ends at its stream's end while another thread ends it at a barrier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Not read yet (and the main thread, which is never free).
+    /// Not found yet (and the main thread, which is never free; and a thread read to its end
+    /// in a round without a barrier, as it was found so far).
     Unknown,
     /// It enters or leaves a barrier: its segments end at its barriers.
     Barrier,
@@ -1358,28 +1401,16 @@ enum Kind {
     Free,
 }
 
-impl Kind {
-    /// Reads `tid`'s stream from `mark` (with an iterator of its own, so that reading it has
-    /// no effect on the maps or tables: the thread is read again, as it is classified, later)
-    /// to its first barrier event or its end. A stream that cannot be read is left to the
-    /// ordinary reading, which reports the error.
-    fn scan(trace: &TraceFile, tid: ThreadId, mark: CursorMark) -> Kind {
-        let Ok(mut events) = trace.thread_events(tid) else {
-            return Kind::Barrier;
-        };
-        if events.seek(mark).is_err() {
-            return Kind::Barrier;
-        }
-        for e in events {
-            match e {
-                Ok(Event::BarrierEnter { .. } | Event::BarrierLeave { .. }) | Err(_) => {
-                    return Kind::Barrier
-                }
-                Ok(_) => {}
-            }
-        }
-        Kind::Free
-    }
+/// What reading a round may change before it is found to need reading again (a free thread
+/// found in it).
+struct Snapshot {
+    heap: HeapMap,
+    stacks: StackMap,
+    regions: BTreeMap<ThreadId, (u32, u64)>,
+    main: MainThread,
+    created: BTreeSet<ThreadId>,
+    unborn: Vec<bool>,
+    clocks: Clocks,
 }
 
 /// Each thread's clock as the trace's time model has it (ARCHITECTURE.md, "Time model"): its
@@ -1389,7 +1420,7 @@ impl Kind {
 /// thread that waited for a lock a barrier thread released after a barrier keeps its own
 /// clock, so its next events may count with the segment before that barrier, as they do when
 /// the recorder's instruction counts say it was slow.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Clocks {
     /// Per stream: the time of its next event.
     now: Vec<u64>,
@@ -1459,7 +1490,7 @@ impl Clocks {
 /// the first creation, and its work after joining every thread it created so far (its
 /// tear-down, or the set-up of a next wave of threads), run alone and are segments of their
 /// own.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct MainThread {
     /// Threads it created so far.
     created: usize,
@@ -1879,10 +1910,22 @@ mod tests {
         // would only have met thread 1's first segment, which stores nothing.
         let mut free = vec![advance(500)];
         free.extend(stores(100, 0x5008));
-        let r = estimate_every_way(&team_and_free(&[0, 100], free));
+        // The line is a heap block of main's that thread 3 frees when done: read again, the
+        // round in which thread 3 was found free must not have freed it already.
+        free.push(Event::Free { addr: 0x5000 });
+        let mut threads = team_and_free(&[0, 100], free);
+        let alloc = Event::Alloc {
+            addr: 0x5000,
+            size: 16,
+            site: None,
+            align: None,
+        };
+        threads[0].insert(0, alloc);
+        let r = estimate_every_way(&threads);
         let b = r.blocks.iter().find(|b| b.block == 0x5000).expect("0x5000");
         assert!(b.phi_prime >= 100, "{b:?}");
         assert_eq!(b.threads, [1, 3]);
+        assert_eq!(b.heap.as_ref().map(|h| h.size), Some(16), "{b:?}");
     }
 
     #[test]
