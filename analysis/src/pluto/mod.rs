@@ -1304,9 +1304,11 @@ fn estimate_buffered(
         }
         if found_free {
             let s = snapshot.expect("a thread of unknown kind ran");
-            for ((_, events, done), &mark) in streams.iter_mut().zip(&marks) {
+            for (((_, events, done), &mark), &before) in
+                streams.iter_mut().zip(&marks).zip(&done_before)
+            {
                 events.seek(mark)?;
-                *done = false;
+                *done = before;
             }
             (*heap, *stacks, regions, main) = (s.heap, s.stacks, s.regions, s.main);
             (created, unborn, clocks) = (s.created, s.unborn, s.clocks);
