@@ -1427,6 +1427,51 @@ fn c_findings_name_flexible_arrays_and_polled_flags_and_never_misname_wrapped_bl
 }
 
 #[test]
+fn a_thread_in_no_barrier_shares_lines_with_the_work_after_the_barrier() {
+    // `c` (thread 1) is in no barrier; `a` (thread 2) and `b` (thread 3) meet at one, after
+    // which `a` writes slot[0] while `c` writes slot[1]. Read to its end in the first
+    // segment, `c` was only ever estimated against the work before the barrier.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("free_thread.c");
+    let (a_line, c_line) = (line_of(&src, "A_STORE"), line_of(&src, "C_STORE"));
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("free-thread-{compiler}{opt}");
+            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-pthread"]);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 1), "400000\n", "{name}");
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name}: {:#}", json["findings"]);
+            assert_eq!(code, 1, "{what}");
+            let f = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["object"]["name"] == "slot" && f["kind"] == "false_sharing")
+                .unwrap_or_else(|| panic!("no false sharing on slot: {what}"));
+            // (The line may hold `go` or `bar` too, as the compiler laid the globals out.)
+            let mut slots = parts_of(f);
+            slots.retain(|p| p.2.starts_with("slot"));
+            assert_eq!(
+                slots,
+                [
+                    part(1, true, "slot[1]", 8, 8),
+                    part(2, true, "slot[0]", 0, 8)
+                ],
+                "{what}"
+            );
+            let mut lines = [&f["writer"], &f["victim"]].map(|s| s["line"].as_u64());
+            lines.sort();
+            assert_eq!(
+                lines,
+                [Some(u64::from(a_line)), Some(u64::from(c_line))],
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
 fn heap_findings_name_blocks_after_the_member_path_a_statement_assigns() {
     let dir = tempfile::tempdir().unwrap();
     let src = source("cxx_member_targets.cpp");

@@ -27,11 +27,24 @@
 //! order the main thread (the trace's first) against the others too: its set-up up to its
 //! first `ThreadCreate` is a segment of its own (no other thread exists yet; the others'
 //! segments count from the next one), and so is what it does after joining every other thread
-//! (`ThreadJoin`, when it created and joined all of them), read after their streams. Between consecutive segments
-//! at most one transfer per block can happen (Eq. 4–5): the estimate adds, to both φ̃ and θ̃, the
-//! blocks accessed in both segments by at least two threads with a store among them. (Eq. 4–5
-//! count every block in both segments; blocks one thread uses alone cannot move between cores,
-//! so they are left out.)
+//! (`ThreadJoin`, when it created and joined all of them), read after their streams.
+//!
+//! A thread that takes part in no barrier (a monitor or logger thread beside barrier-phased
+//! workers or an OpenMP team) is cut by time instead (since 2026-11-29; before, it was read to
+//! its end in the first segment it ran in, so its accesses only ever met the team's first
+//! segment). It is found when it is read to its end in a round that other threads end at a
+//! barrier ([`Kind`]); that round is then read again from its start (the maps and tables put
+//! back as they were), so a free thread and the round it is found in are read twice at most,
+//! and a program without barriers is read once, as before. Each thread has a clock as the trace's time model
+//! has it ([`Clocks`]; ARCHITECTURE.md, "Time model", without lock order): in a round whose
+//! other threads ended their segments at a barrier, such a thread is read after them, up to
+//! the time that barrier was left; its later events go to the next rounds. In rounds without
+//! a barrier it is read on, as every thread is.
+//!
+//! Between consecutive segments at most one transfer per block can happen (Eq. 4–5): the
+//! estimate adds, to both φ̃ and θ̃, the blocks accessed in both segments by at least two
+//! threads with a store among them. (Eq. 4–5 count every block in both segments; blocks one
+//! thread uses alone cannot move between cores, so they are left out.)
 //!
 //! **Two passes per segment.** Most blocks are used by one thread in a segment, and only blocks
 //! of two or more threads need counts by offset and code position. The first pass, once for all
@@ -1066,7 +1079,24 @@ fn estimate_buffered(
     // creation was read (they wait for it).
     let mut created: BTreeSet<ThreadId> = BTreeSet::new();
     let mut unborn = vec![false; streams.len()];
+    // Free threads: those that take part in no barrier (see [`Kind`]), and each thread's clock.
+    let unit = trace.header().time_unit;
+    let mut kinds = vec![Kind::Unknown; streams.len()];
+    let mut clocks = Clocks::new(streams.len());
     loop {
+        // A round in which a thread not known yet to take part in barriers can run may have to
+        // be read again (see below): what reading it changes is kept to be put back.
+        let done_before: Vec<bool> = streams.iter().map(|s| s.2).collect();
+        let unknown = (1..streams.len()).any(|j| kinds[j] == Kind::Unknown && !done_before[j]);
+        let snapshot = unknown.then(|| Snapshot {
+            heap: heap.clone(),
+            stacks: stacks.clone(),
+            regions: regions.clone(),
+            main: main.clone(),
+            created: created.clone(),
+            unborn: unborn.clone(),
+            clocks: clocks.clone(),
+        });
         let mut any = false;
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
         // Events each thread's stream gave in this round, for the second pass.
@@ -1090,17 +1120,38 @@ fn estimate_buffered(
         // is read in a further pass over the streams, so that it starts in its creator's round.
         let mut ran = vec![false; streams.len()];
         let mut pass_ran = true;
+        // The barrier each thread left at the end of its segment in this round.
+        let mut left: Vec<Option<u64>> = vec![None; streams.len()];
+        // Free threads are read once the others' passes are over ([`Kind::Free`]), up to
+        // `until`: the time the round's barriers were left, if a thread left one.
+        let mut free_phase = false;
+        let mut until: Option<u64> = None;
+        // Whether a free thread was left for the free threads' turn in this round.
+        let mut skipped_free = false;
         while std::mem::take(&mut pass_ran) {
             for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
                 if ran[i] || unborn[i] || *done || (i == 0 && main.waiting) || (i > 0 && alone) {
                     continue;
                 }
+                if kinds[i] == Kind::Free && !free_phase {
+                    skipped_free = true;
+                    continue;
+                }
+                let stop_at = if kinds[i] == Kind::Free { until } else { None };
                 ran[i] = true;
                 pass_ran = true;
                 // Whether the thread's previous event was a stack frame (its frames come in sets).
                 let mut after_frame = false;
                 loop {
+                    // A free thread's events from the round's barrier time on belong to the
+                    // next rounds (its clock is the time of its next event).
+                    if stop_at.is_some_and(|t| clocks.now[i] >= t) {
+                        break;
+                    }
                     let next = events.next();
+                    if let Some(Ok(e)) = &next {
+                        clocks.on_event(i, e, unit);
+                    }
                     if next.is_some() {
                         consumed[i] += 1;
                     }
@@ -1108,18 +1159,22 @@ fn estimate_buffered(
                     match next {
                         None => {
                             *done = true;
+                            clocks.ended.insert(*tid, clocks.now[i]);
                             break;
                         }
                         Some(Err(e)) => return Err(e),
                         // A thread starts in the round of its creation, not in the first one: a
                         // thread created after a barrier is not concurrent with what came before.
                         Some(Ok(Event::ThreadStart)) if !created.contains(tid) => {
+                            // (Its clock was not moved: it starts at its creation.)
                             unborn[i] = true;
                             // Created later in this round, it is read in a further pass.
                             ran[i] = false;
                             break;
                         }
+                        Some(Ok(Event::ThreadStart)) => clocks.start(i, *tid),
                         Some(Ok(Event::ThreadCreate { child })) => {
+                            clocks.created.insert(child, clocks.now[i]);
                             created.insert(child);
                             if let Some(j) = ids.iter().position(|&t| t == child) {
                                 unborn[j] = false;
@@ -1138,6 +1193,7 @@ fn estimate_buffered(
                             }
                         }
                         Some(Ok(Event::ThreadJoin { child })) if i == 0 => {
+                            clocks.join(i, child);
                             main.joined_ids.insert(child);
                             // The main thread joined every thread it created so far, and no
                             // other thread runs (a detached one, or one a thread created and
@@ -1164,7 +1220,10 @@ fn estimate_buffered(
                                 overflow = true;
                             }
                         }
-                        Some(Ok(Event::BarrierLeave { .. })) => {
+                        Some(Ok(Event::ThreadJoin { child })) => clocks.join(i, child),
+                        Some(Ok(Event::BarrierEnter { .. })) => clocks.entered[i] = clocks.now[i],
+                        Some(Ok(Event::BarrierLeave { barrier })) => {
+                            left[i] = Some(barrier);
                             any = true;
                             break;
                         }
@@ -1204,7 +1263,9 @@ fn estimate_buffered(
             // The main thread paused at a join: if a thread it did not join ran in this round,
             // main's next steps are concurrent with it and main goes on in this round; else it
             // waits until the threads it joined are read to their ends.
-            if std::mem::take(&mut main.paused) {
+            // (When a free thread waits for its turn, that is decided after it: as if it had been
+            // read with the others, so that a program without barriers is read as before.)
+            if (free_phase || !skipped_free) && std::mem::take(&mut main.paused) {
                 let others_ran = (1..ids.len())
                     .any(|j| consumed[j] > 0 && !unborn[j] && !main.joined_ids.contains(&ids[j]));
                 if others_ran {
@@ -1214,6 +1275,45 @@ fn estimate_buffered(
                     main.waiting = true;
                 }
             }
+            // The other threads' segments are read: the barriers they ended at are left at the
+            // latest time one of their threads entered; the free threads' turn.
+            if !pass_ran && !free_phase {
+                free_phase = true;
+                pass_ran = true;
+                until = clocks.leave(&left);
+            }
+        }
+        // A thread not known before that ended the round at a barrier takes part in barriers;
+        // one read to its end in a round that other threads ended at a barrier is free: the
+        // round is read again from its start, with the free threads read last and cut at the
+        // barrier's time. (Each thread is found free once, so it is read at most twice, and
+        // so is the round it was found in; a round without a barrier needs nothing of this,
+        // so a program without barriers is read once, as before.)
+        let mut found_free = false;
+        for j in 1..streams.len() {
+            if kinds[j] == Kind::Unknown && left[j].is_some() {
+                kinds[j] = Kind::Barrier;
+            } else if kinds[j] == Kind::Unknown
+                && until.is_some()
+                && streams[j].2
+                && !done_before[j]
+            {
+                kinds[j] = Kind::Free;
+                found_free = true;
+            }
+        }
+        if found_free {
+            let s = snapshot.expect("a thread of unknown kind ran");
+            for (((_, events, done), &mark), &before) in
+                streams.iter_mut().zip(&marks).zip(&done_before)
+            {
+                events.seek(mark)?;
+                *done = before;
+            }
+            (*heap, *stacks, regions, main) = (s.heap, s.stacks, s.regions, s.main);
+            (created, unborn, clocks) = (s.created, s.unborn, s.clocks);
+            touched.clear();
+            continue;
         }
         // Threads whose creation is not in the trace (or names another thread) would wait
         // forever: once nothing else moves, they start. The round read no access, so it is
@@ -1287,11 +1387,112 @@ fn reread_segment(
     Ok(())
 }
 
+/// Whether a thread takes part in barriers (found in the first round that it ends at a
+/// barrier, or that it ends at its stream's end while another thread ends it at a barrier).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Not found yet (and the main thread, which is never free; and a thread read to its end
+    /// in a round without a barrier, as it was found so far).
+    Unknown,
+    /// It enters or leaves a barrier: its segments end at its barriers.
+    Barrier,
+    /// It takes part in no barrier (a monitor or logger thread beside barrier-phased workers
+    /// or an OpenMP team): in each round it is read after the others, and when they ended
+    /// their segments at a barrier, only up to the time that barrier was left; its later
+    /// events go to the next rounds.
+    Free,
+}
+
+/// What reading a round may change before it is found to need reading again (a free thread
+/// found in it).
+struct Snapshot {
+    heap: HeapMap,
+    stacks: StackMap,
+    regions: BTreeMap<ThreadId, (u32, u64)>,
+    main: MainThread,
+    created: BTreeSet<ThreadId>,
+    unborn: Vec<bool>,
+    clocks: Clocks,
+}
+
+/// Each thread's clock as the trace's time model has it (ARCHITECTURE.md, "Time model"): its
+/// own advances, a start no earlier than its creation, barriers left at the latest time a
+/// participant entered, a join no earlier than the joined thread's end when that end was read
+/// before the join. Lock order is not followed (the rounds cut at barriers only): a free
+/// thread that waited for a lock a barrier thread released after a barrier keeps its own
+/// clock, so its next events may count with the segment before that barrier, as they do when
+/// the recorder's instruction counts say it was slow.
+#[derive(Debug, Clone)]
+struct Clocks {
+    /// Per stream: the time of its next event.
+    now: Vec<u64>,
+    /// Per stream: the time it last entered a barrier.
+    entered: Vec<u64>,
+    /// The time each created thread was created.
+    created: BTreeMap<ThreadId, u64>,
+    /// The time each ended thread ended.
+    ended: BTreeMap<ThreadId, u64>,
+}
+
+impl Clocks {
+    fn new(streams: usize) -> Self {
+        Clocks {
+            now: vec![0; streams],
+            entered: vec![0; streams],
+            created: BTreeMap::new(),
+            ended: BTreeMap::new(),
+        }
+    }
+
+    /// Moves stream `i`'s clock over `e` (as `schema::chunk::clock_advance`).
+    fn on_event(&mut self, i: usize, e: &Event, unit: cachescope_schema::TimeUnit) {
+        let step = match e {
+            Event::Access(_) => unit.access_cost(),
+            Event::Advance { units, .. } => *units,
+            _ => 0,
+        };
+        self.now[i] = self.now[i].wrapping_add(step);
+    }
+
+    /// Stream `i` (thread `tid`) starts: no earlier than its creation.
+    fn start(&mut self, i: usize, tid: ThreadId) {
+        if let Some(&t) = self.created.get(&tid) {
+            self.now[i] = self.now[i].max(t);
+        }
+    }
+
+    /// Stream `i` joined `child`: no earlier than its end, if that was read (a thread read
+    /// later, a free one or one in a later segment, does not move the joiner).
+    fn join(&mut self, i: usize, child: ThreadId) {
+        if let Some(&t) = self.ended.get(&child) {
+            self.now[i] = self.now[i].max(t);
+        }
+    }
+
+    /// The streams of `left` left these barriers: each barrier at the latest time one of them
+    /// entered it. Returns the latest of these times (`None` if no stream left a barrier).
+    fn leave(&mut self, left: &[Option<u64>]) -> Option<u64> {
+        let mut at: BTreeMap<u64, u64> = BTreeMap::new();
+        for (i, b) in left.iter().enumerate() {
+            if let Some(b) = b {
+                let t = at.entry(*b).or_default();
+                *t = (*t).max(self.entered[i]);
+            }
+        }
+        for (i, b) in left.iter().enumerate() {
+            if let Some(b) = b {
+                self.now[i] = self.now[i].max(at[b]);
+            }
+        }
+        at.into_values().max()
+    }
+}
+
 /// The main thread (the trace's first) as it creates and joins the others: its set-up before
 /// the first creation, and its work after joining every thread it created so far (its
 /// tear-down, or the set-up of a next wave of threads), run alone and are segments of their
 /// own.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct MainThread {
     /// Threads it created so far.
     created: usize,
@@ -1595,6 +1796,165 @@ mod tests {
             assert_eq!(buffered, json(0), "{w:?}: read again");
             assert_eq!(buffered, json(7), "{w:?}: buffer overflows mid-segment");
         }
+    }
+
+    /// A trace of `threads` (thread `i`'s events) in `unit`, in chunks of `chunk` events.
+    fn written_trace(
+        unit: cachescope_schema::TimeUnit,
+        threads: &[Vec<Event>],
+        chunk: usize,
+    ) -> (tempfile::TempDir, TraceFile) {
+        use cachescope_schema::{TraceHeader, TraceWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("free.cstrace");
+        let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let header = TraceHeader::new("test", "free", unit);
+        let w = TraceWriter::with_chunk_events(file, &header, chunk).unwrap();
+        for (t, events) in threads.iter().enumerate() {
+            let mut tw = w.thread(t as ThreadId).unwrap();
+            tw.extend(events.iter().copied()).unwrap();
+            tw.finish().unwrap();
+        }
+        w.finish().unwrap();
+        let trace = TraceFile::open(&path).unwrap();
+        (dir, trace)
+    }
+
+    /// `n` stores of 8 bytes at `addr`, each after one instruction.
+    fn stores(n: usize, addr: u64) -> Vec<Event> {
+        let store = Event::Access(Access {
+            kind: AccessKind::Store,
+            size: 8,
+            addr,
+            pc: None,
+        });
+        (0..n)
+            .flat_map(|_| [Event::Advance { units: 1, flops: 0 }, store])
+            .collect()
+    }
+
+    fn advance(units: u64) -> Event {
+        Event::Advance { units, flops: 0 }
+    }
+
+    /// Main (thread 0) creates threads 1 and 2, which meet at `barriers` barriers (thread 1
+    /// enters each after 100 instructions, thread 2 after 50, plus `work[k]`: thread 1's
+    /// stores to 0x5000 in its k-th segment), and thread 3, which takes part in no barrier:
+    /// `free` is its events after its start. Main joins them all.
+    fn team_and_free(work: &[usize], free: Vec<Event>) -> Vec<Vec<Event>> {
+        let barrier = |leave: bool| {
+            if leave {
+                Event::BarrierLeave { barrier: 0xb0 }
+            } else {
+                Event::BarrierEnter {
+                    barrier: 0xb0,
+                    participants: 2,
+                }
+            }
+        };
+        let main = vec![
+            advance(10),
+            Event::ThreadCreate { child: 1 },
+            Event::ThreadCreate { child: 2 },
+            Event::ThreadCreate { child: 3 },
+            Event::ThreadJoin { child: 1 },
+            Event::ThreadJoin { child: 2 },
+            Event::ThreadJoin { child: 3 },
+        ];
+        let (mut a, mut b) = (vec![Event::ThreadStart], vec![Event::ThreadStart]);
+        for (k, &n) in work.iter().enumerate() {
+            if k > 0 {
+                a.extend([advance(100), barrier(false), barrier(true)]);
+                b.extend([advance(50), barrier(false), barrier(true)]);
+            }
+            a.extend(stores(n, 0x5000));
+        }
+        a.push(Event::ThreadExit);
+        b.push(Event::ThreadExit);
+        let mut c = vec![Event::ThreadStart];
+        c.extend(free);
+        c.push(Event::ThreadExit);
+        vec![main, a, b, c]
+    }
+
+    /// [`estimate_buffered`] of `threads` with 64-byte lines, buffering `limit` accesses.
+    fn estimate_threads(trace: &TraceFile, limit: usize) -> PlutoReport {
+        let layouts = [Layout::recorded(64)];
+        let mut r = estimate_buffered(
+            trace,
+            &layouts,
+            &mut HeapMap::new(),
+            &mut StackMap::new(),
+            limit,
+        )
+        .unwrap();
+        r.pop().unwrap()
+    }
+
+    /// The same estimate whether the segments are buffered or read again from the trace
+    /// (whole or from the middle of a segment).
+    fn estimate_every_way(threads: &[Vec<Event>]) -> PlutoReport {
+        use cachescope_schema::TimeUnit;
+        let (_dir, trace) = written_trace(TimeUnit::Instructions, threads, 16);
+        let r = estimate_threads(&trace, SEGMENT_BUFFER);
+        let json = serde_json::to_string(&r).unwrap();
+        for limit in [0, 7] {
+            let again = serde_json::to_string(&estimate_threads(&trace, limit)).unwrap();
+            assert_eq!(json, again, "buffer of {limit} accesses");
+        }
+        r
+    }
+
+    #[test]
+    fn a_free_thread_after_the_barrier_shares_the_line_with_the_teams_work_after_it() {
+        // Thread 3 spins 500 instructions (past the barrier, left at 110), then stores next
+        // to thread 1's stores after the barrier: read to its end in its first round, it
+        // would only have met thread 1's first segment, which stores nothing.
+        let mut free = vec![advance(500)];
+        free.extend(stores(100, 0x5008));
+        // The line is a heap block of main's that thread 3 frees when done: read again, the
+        // round in which thread 3 was found free must not have freed it already.
+        free.push(Event::Free { addr: 0x5000 });
+        let mut threads = team_and_free(&[0, 100], free);
+        let alloc = Event::Alloc {
+            addr: 0x5000,
+            size: 16,
+            site: None,
+            align: None,
+        };
+        threads[0].insert(0, alloc);
+        let r = estimate_every_way(&threads);
+        let b = r.blocks.iter().find(|b| b.block == 0x5000).expect("0x5000");
+        assert!(b.phi_prime >= 100, "{b:?}");
+        assert_eq!(b.threads, [1, 3]);
+        assert_eq!(b.heap.as_ref().map(|h| h.size), Some(16), "{b:?}");
+    }
+
+    #[test]
+    fn a_free_thread_before_the_barrier_shares_nothing_with_the_teams_work_after_it() {
+        // Thread 3's stores end at 10 + 5 + 50 = 65, before the barrier is left (110); thread
+        // 1 stores to the line after it: different segments, one transfer, no false sharing.
+        let mut free = vec![advance(5)];
+        free.extend(stores(50, 0x5008));
+        let r = estimate_every_way(&team_and_free(&[0, 100], free));
+        assert_eq!(r.total_phi_prime(), 0, "{:?}", r.blocks);
+    }
+
+    #[test]
+    fn a_free_thread_between_barriers_shares_nothing_with_the_teams_work_around_them() {
+        // Thread 1 stores in its first and third segments (the barriers are left at 10 + 50
+        // + 100 = 160 and 260); thread 3's stores, from 10 + 150 to 10 + 200, fall in the
+        // second, in which thread 1 stores nothing. Read to its end in its first round,
+        // thread 3 was estimated with thread 1's first segment.
+        let mut free = vec![advance(150)];
+        free.extend(stores(50, 0x5008));
+        let r = estimate_every_way(&team_and_free(&[50, 0, 50], free));
+        assert_eq!(r.total_phi_prime(), 0, "{:?}", r.blocks);
+        // Stored in the second segment, thread 3's line moves once into and out of it (the
+        // estimates are kept by the data named: thread 3's word, then thread 1's).
+        let line: Vec<_> = r.blocks.iter().filter(|b| b.block == 0x5000).collect();
+        let sum = |f: fn(&BlockEstimate) -> u64| line.iter().map(|b| f(b)).sum::<u64>();
+        assert_eq!((sum(|b| b.phi), sum(|b| b.theta)), (2, 2), "{line:?}");
     }
 
     #[test]
