@@ -1302,8 +1302,9 @@ fn estimate_buffered(
                 found_free = true;
             }
         }
-        if found_free {
-            let s = snapshot.expect("a thread of unknown kind ran");
+        // (A thread found free was of unknown kind and had not ended when the round began,
+        // so the round's state was kept.)
+        if let (true, Some(s)) = (found_free, snapshot) {
             for (((_, events, done), &mark), &before) in
                 streams.iter_mut().zip(&marks).zip(&done_before)
             {
