@@ -56,6 +56,24 @@ fn build(
     prog
 }
 
+/// Builds the pthreads program `src` with `compiler` at `opt` (`-g -pthread`) into
+/// `dir/TAG-COMPILER-OPT`, records it (no arguments), checks that it printed `printed`, and
+/// returns the trace and that name, for assertion messages.
+fn recorded_c(
+    dir: &Path,
+    tag: &str,
+    compiler: &str,
+    opt: &str,
+    src: &Path,
+    printed: &str,
+) -> (PathBuf, String) {
+    let name = format!("{tag}-{compiler}{opt}");
+    let prog = build(dir, &name, compiler, src, &[opt, "-g", "-pthread"]);
+    let trace = dir.join(format!("{name}.cstrace"));
+    assert_eq!(record(&trace, &prog, &[], 1), printed, "{name}");
+    (trace, name)
+}
+
 #[test]
 fn n_stores_to_a_global_array_are_n_store_events_at_the_right_addresses() {
     let dir = tempfile::tempdir().unwrap();
@@ -1436,10 +1454,8 @@ fn a_thread_in_no_barrier_shares_lines_with_the_work_after_the_barrier() {
     let (a_line, c_line) = (line_of(&src, "A_STORE"), line_of(&src, "C_STORE"));
     for compiler in compilers() {
         for opt in ["-O0", "-O2"] {
-            let name = format!("free-thread-{compiler}{opt}");
-            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-pthread"]);
-            let trace = dir.path().join(format!("{name}.cstrace"));
-            assert_eq!(record(&trace, &prog, &[], 1), "400000\n", "{name}");
+            let (trace, name) =
+                recorded_c(dir.path(), "free-thread", compiler, opt, &src, "400000\n");
             let (code, json, _) = audit_json(&trace);
             let what = format!("{name}: {:#}", json["findings"]);
             assert_eq!(code, 1, "{what}");
@@ -1862,10 +1878,7 @@ fn a_neighbours_recorded_finding_does_not_hide_an_objects_latent_one() {
     let padded = line_of(&src, "PADDED_WRITES");
     for compiler in compilers() {
         for opt in ["-O0", "-O2"] {
-            let name = format!("latent-{compiler}{opt}");
-            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-pthread"]);
-            let trace = dir.path().join(format!("{name}.cstrace"));
-            assert_eq!(record(&trace, &prog, &[], 1), "600000\n", "{name}");
+            let (trace, name) = recorded_c(dir.path(), "latent", compiler, opt, &src, "600000\n");
             let (f, _, what) = failing_false_sharing(&trace, &name);
             assert_eq!(f["object"]["name"], "data", "{what}");
             assert_eq!(
@@ -1896,10 +1909,7 @@ fn a_functions_static_is_named_and_declared_in_that_function() {
     let declared = line_of(&src, "DECLARED");
     for compiler in compilers() {
         for opt in ["-O0", "-O2"] {
-            let name = format!("static-{compiler}{opt}");
-            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-pthread"]);
-            let trace = dir.path().join(format!("{name}.cstrace"));
-            assert_eq!(record(&trace, &prog, &[], 1), "ok\n", "{name}");
+            let (trace, name) = recorded_c(dir.path(), "static", compiler, opt, &src, "ok\n");
             let (f, _, what) = failing_false_sharing(&trace, &name);
             assert_eq!(f["object"]["name"], "static g of work", "{what}");
             assert_eq!(
