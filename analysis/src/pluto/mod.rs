@@ -35,11 +35,13 @@
 //! segment). It is found when it is read to its end in a round that other threads end at a
 //! barrier ([`Kind`]); that round is then read again from its start (the maps and tables put
 //! back as they were), so a free thread and the round it is found in are read twice at most,
-//! and a program without barriers is read once, as before. Each thread has a clock as the trace's time model
-//! has it ([`Clocks`]; ARCHITECTURE.md, "Time model", without lock order): in a round whose
+//! and a program without barriers is read once, as before. Each thread has a clock as the
+//! trace's time model has it ([`Clocks`]; ARCHITECTURE.md, "Time model"): in a round whose
 //! other threads ended their segments at a barrier, such a thread is read after them, up to
-//! the time that barrier was left; its later events go to the next rounds. In rounds without
-//! a barrier it is read on, as every thread is.
+//! the time that barrier was left, and not past a lock acquisition whose previous holder's
+//! release was not read yet; its later events go to the next rounds. In rounds without a
+//! barrier it is read on, as every thread is. A wait on a plain flag is no event: a thread
+//! that spins until the others are done is placed by its own instruction count.
 //!
 //! Between consecutive segments at most one transfer per block can happen (Eq. 4–5): the
 //! estimate adds, to both φ̃ and θ̃, the blocks accessed in both segments by at least two
@@ -1083,6 +1085,10 @@ fn estimate_buffered(
     let unit = trace.header().time_unit;
     let mut kinds = vec![Kind::Unknown; streams.len()];
     let mut clocks = Clocks::new(streams.len());
+    // Free threads that waited for a lock in a round in which nothing else moved: the release
+    // they wait for is not in the trace (or comes after a wait of their own), so their next
+    // acquisition goes ahead, as the replay releases such waits.
+    let mut impatient = vec![false; streams.len()];
     loop {
         // A round in which a thread not known yet to take part in barriers can run may have to
         // be read again (see below): what reading it changes is kept to be put back.
@@ -1128,6 +1134,9 @@ fn estimate_buffered(
         let mut until: Option<u64> = None;
         // Whether a free thread was left for the free threads' turn in this round.
         let mut skipped_free = false;
+        // Per stream: the lock acquisition (lock, order) a free thread stopped before, its
+        // previous holder's release not read yet.
+        let mut lock_waits: Vec<Option<(u64, u64)>> = vec![None; streams.len()];
         while std::mem::take(&mut pass_ran) {
             for (i, (tid, events, done)) in streams.iter_mut().enumerate() {
                 if ran[i] || unborn[i] || *done || (i == 0 && main.waiting) || (i > 0 && alone) {
@@ -1148,6 +1157,8 @@ fn estimate_buffered(
                     if stop_at.is_some_and(|t| clocks.now[i] >= t) {
                         break;
                     }
+                    // (Where to come back to when a lock it waits for was not released yet.)
+                    let before = stop_at.map(|_| events.mark());
                     let next = events.next();
                     if let Some(Ok(e)) = &next {
                         clocks.on_event(i, e, unit);
@@ -1221,6 +1232,23 @@ fn estimate_buffered(
                             }
                         }
                         Some(Ok(Event::ThreadJoin { child })) => clocks.join(i, child),
+                        // Lock acquisition #k follows the release after #k−1, as in the
+                        // replay. A free thread cut at the barrier's time waits for it: until
+                        // that release is read it reads no further in this round (a thread that
+                        // waits on a condition variable until the team is done, then writes,
+                        // was placed at the start of the run).
+                        Some(Ok(Event::LockAcquire { lock, order })) => {
+                            let wait = before.is_some() && !std::mem::take(&mut impatient[i]);
+                            if !clocks.acquire(i, lock, order, wait) {
+                                if let Some(mark) = before {
+                                    events.seek(mark)?;
+                                    consumed[i] -= 1;
+                                    lock_waits[i] = Some((lock, order));
+                                    break;
+                                }
+                            }
+                        }
+                        Some(Ok(Event::LockRelease { lock })) => clocks.release(i, lock),
                         Some(Ok(Event::BarrierEnter { .. })) => clocks.entered[i] = clocks.now[i],
                         Some(Ok(Event::BarrierLeave { barrier })) => {
                             left[i] = Some(barrier);
@@ -1256,7 +1284,6 @@ fn estimate_buffered(
                         Some(Ok(Event::Free { addr })) => {
                             heap.on_free(addr);
                         }
-                        Some(Ok(_)) => {}
                     }
                 }
             }
@@ -1281,6 +1308,17 @@ fn estimate_buffered(
                 free_phase = true;
                 pass_ran = true;
                 until = clocks.leave(&left);
+            } else if !pass_ran {
+                // A free thread waited for a lock another free thread released since.
+                for (j, wait) in lock_waits.iter_mut().enumerate() {
+                    if let Some((lock, order)) = *wait {
+                        if clocks.released_before(lock, order) {
+                            *wait = None;
+                            ran[j] = false;
+                            pass_ran = true;
+                        }
+                    }
+                }
             }
         }
         // A thread not known before that ended the round at a barrier takes part in barriers;
@@ -1321,6 +1359,13 @@ fn estimate_buffered(
         // no segment (ending one would lose the transfers between its neighbours).
         if !any && unborn.iter().any(|&u| u) {
             unborn.iter_mut().for_each(|u| *u = false);
+            continue;
+        }
+        // Likewise free threads that wait for a release nothing will read any more.
+        if !any && lock_waits.iter().any(Option::is_some) {
+            for (j, wait) in lock_waits.iter().enumerate() {
+                impatient[j] |= wait.is_some();
+            }
             continue;
         }
         touched.seal();
@@ -1419,10 +1464,8 @@ struct Snapshot {
 /// Each thread's clock as the trace's time model has it (ARCHITECTURE.md, "Time model"): its
 /// own advances, a start no earlier than its creation, barriers left at the latest time a
 /// participant entered, a join no earlier than the joined thread's end when that end was read
-/// before the join. Lock order is not followed (the rounds cut at barriers only): a free
-/// thread that waited for a lock a barrier thread released after a barrier keeps its own
-/// clock, so its next events may count with the segment before that barrier, as they do when
-/// the recorder's instruction counts say it was slow.
+/// before the join, and a lock's acquisition #k no earlier than the release after #k−1 when
+/// that release was read (a free thread cut at a barrier's time waits for it).
 #[derive(Debug, Clone)]
 struct Clocks {
     /// Per stream: the time of its next event.
@@ -1433,6 +1476,11 @@ struct Clocks {
     created: BTreeMap<ThreadId, u64>,
     /// The time each ended thread ended.
     ended: BTreeMap<ThreadId, u64>,
+    /// Per stream and lock: the acquisition it holds.
+    holding: BTreeMap<(usize, u64), u64>,
+    /// Per lock and acquisition: when its holder released it, until the next acquisition
+    /// is read.
+    released: BTreeMap<(u64, u64), u64>,
 }
 
 impl Clocks {
@@ -1442,6 +1490,37 @@ impl Clocks {
             entered: vec![0; streams],
             created: BTreeMap::new(),
             ended: BTreeMap::new(),
+            holding: BTreeMap::new(),
+            released: BTreeMap::new(),
+        }
+    }
+
+    /// Stream `i` acquires `lock` for the `order`-th time: no earlier than the release after
+    /// the previous acquisition, when that was read. `false` when it was not and `wait`:
+    /// the stream's clock is then unchanged and nothing is recorded.
+    fn acquire(&mut self, i: usize, lock: u64, order: u64, wait: bool) -> bool {
+        if let Some(previous) = order.checked_sub(1) {
+            match self.released.remove(&(lock, previous)) {
+                Some(t) => self.now[i] = self.now[i].max(t),
+                None if wait => return false,
+                None => {}
+            }
+        }
+        self.holding.insert((i, lock), order);
+        true
+    }
+
+    /// Whether the release before acquisition `order` of `lock` was read.
+    fn released_before(&self, lock: u64, order: u64) -> bool {
+        order
+            .checked_sub(1)
+            .is_none_or(|p| self.released.contains_key(&(lock, p)))
+    }
+
+    /// Stream `i` releases `lock`.
+    fn release(&mut self, i: usize, lock: u64) {
+        if let Some(order) = self.holding.remove(&(i, lock)) {
+            self.released.insert((lock, order), self.now[i]);
         }
     }
 
@@ -1939,6 +2018,33 @@ mod tests {
         free.extend(stores(50, 0x5008));
         let r = estimate_every_way(&team_and_free(&[0, 100], free));
         assert_eq!(r.total_phi_prime(), 0, "{:?}", r.blocks);
+    }
+
+    #[test]
+    fn a_free_thread_waiting_for_a_lock_the_team_releases_last_shares_nothing_before() {
+        // Thread 3 waits (a condition variable: the mutex's next acquisition) until thread 1
+        // releases it after its last barrier, then stores next to thread 1's first-segment
+        // stores. Its clock alone (it waited without instructions) put its stores at the start,
+        // with thread 1's: false sharing the program never has. The release is read in the
+        // last round: thread 3 waits for it.
+        let lock = 0x77;
+        let mut free = vec![Event::LockAcquire { lock, order: 1 }];
+        free.extend(stores(50, 0x5008));
+        free.push(Event::LockRelease { lock });
+        let mut threads = team_and_free(&[50, 0, 0], free);
+        let exit = threads[1].pop();
+        threads[1].extend([
+            Event::LockAcquire { lock, order: 0 },
+            Event::LockRelease { lock },
+        ]);
+        threads[1].extend(exit);
+        let r = estimate_every_way(&threads);
+        assert_eq!(r.total_phi_prime(), 0, "{:?}", r.blocks);
+        // Without the lock, the same stores meet thread 1's: the test sees the difference.
+        let mut free = stores(50, 0x5008);
+        free.insert(0, advance(1));
+        let r = estimate_every_way(&team_and_free(&[50, 0, 0], free));
+        assert!(r.total_phi_prime() > 0, "{:?}", r.blocks);
     }
 
     #[test]
