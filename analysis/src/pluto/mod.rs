@@ -1481,6 +1481,9 @@ struct Clocks {
     /// Per lock and acquisition: when its holder released it, until the next acquisition
     /// is read.
     released: BTreeMap<(u64, u64), u64>,
+    /// Per lock: the latest acquisition read (a release whose next acquisition was read
+    /// already, by a thread that did not wait, is not kept).
+    latest: BTreeMap<u64, u64>,
 }
 
 impl Clocks {
@@ -1492,6 +1495,7 @@ impl Clocks {
             ended: BTreeMap::new(),
             holding: BTreeMap::new(),
             released: BTreeMap::new(),
+            latest: BTreeMap::new(),
         }
     }
 
@@ -1507,6 +1511,8 @@ impl Clocks {
             }
         }
         self.holding.insert((i, lock), order);
+        let latest = self.latest.entry(lock).or_insert(order);
+        *latest = (*latest).max(order);
         true
     }
 
@@ -1520,7 +1526,9 @@ impl Clocks {
     /// Stream `i` releases `lock`.
     fn release(&mut self, i: usize, lock: u64) {
         if let Some(order) = self.holding.remove(&(i, lock)) {
-            self.released.insert((lock, order), self.now[i]);
+            if self.latest.get(&lock).is_none_or(|&l| l <= order) {
+                self.released.insert((lock, order), self.now[i]);
+            }
         }
     }
 
