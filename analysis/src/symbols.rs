@@ -670,13 +670,8 @@ impl Symbolizer {
     /// The function that declares the `static` variable holding `addr`, when it is one
     /// declared inside a function (see [`Symbolizer::data`]).
     pub fn static_function(&mut self, addr: u64) -> Option<String> {
-        let i = self.extent_module(addr)?;
-        let probe = addr.wrapping_sub(self.entries[i].info.load_bias);
-        let Slot::Ready(m) = &mut self.entries[i].slot else {
-            return None;
-        };
-        let sym = m.objects.find(probe)?;
-        let (start, symbol) = (sym.start, Arc::clone(&sym.name));
+        let (m, start) = self.global_at(addr)?;
+        let symbol = Arc::clone(&m.objects.find(start)?.name);
         let s = m.function_static(start).filter(|_| symbol.contains('.'))?;
         declaring_function(s, &symbol)
     }

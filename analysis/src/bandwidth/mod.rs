@@ -484,15 +484,24 @@ pub const NAMED_SHARE: f64 = 0.01;
 /// The part that adds the most time (first on ties) among those whose channel `counts`, if
 /// one adds at least [`NAMED_SHARE`] of the estimated time.
 fn most_added(b: &Breakdown, counts: impl Fn(&str) -> bool) -> Option<String> {
-    let floor = NAMED_SHARE * b.estimated_seconds;
+    largest_added(b, counts)
+        .filter(|p| p.added_seconds >= NAMED_SHARE * b.estimated_seconds)
+        .map(|p| p.channel.clone())
+}
+
+/// The part that adds the most time (first on ties) among those whose channel `counts` and
+/// that add any, however little.
+pub(crate) fn largest_added(
+    b: &Breakdown,
+    counts: impl Fn(&str) -> bool,
+) -> Option<&BreakdownPart> {
     b.parts
         .iter()
-        .filter(|p| p.added_seconds > 0.0 && p.added_seconds >= floor && counts(&p.channel))
+        .filter(|p| p.added_seconds > 0.0 && counts(&p.channel))
         .fold(None::<&BreakdownPart>, |best, p| match best {
             Some(q) if q.added_seconds >= p.added_seconds => Some(q),
             _ => Some(p),
         })
-        .map(|p| p.channel.clone())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{BandwidthAnalysis, Breakdown, BreakdownPart};
+use super::{BandwidthAnalysis, Breakdown};
 
 /// Human-readable summary: runtime estimate, per-thread breakdown, per-path curves against
 /// their limits, and the code behind each dominant limit.
@@ -42,13 +42,7 @@ pub fn summary(a: &BandwidthAnalysis) -> String {
     };
     // Below the share a limit must add to be named, say so, and what came closest.
     let nothing = {
-        let largest = a.total.parts.iter().filter(|p| p.added_seconds > 0.0).fold(
-            None::<&BreakdownPart>,
-            |best, p| match best {
-                Some(q) if q.added_seconds >= p.added_seconds => Some(q),
-                _ => Some(p),
-            },
-        );
+        let largest = super::largest_added(&a.total, |_| true);
         let floor = format!("nothing adds {:.0}%", super::NAMED_SHARE * 100.0);
         match largest {
             Some(p) => format!("{floor} (most: {})", adds(Some(&p.channel), "")),
