@@ -250,10 +250,12 @@ pub fn describe(parts: &[LinePart]) -> String {
             let range = |o: u64| format!("{o}..{}", o + p.bytes.saturating_sub(1));
             let what = match (&p.member, p.offset) {
                 (Some(m), Some(o)) => format!("{m} (bytes {})", range(o)),
-                (Some(m), None) => m.clone(),
+                // A neighbour on the line: its own offsets would read as the object's, but
+                // how much of the line it holds still tells what padding must cover.
+                (Some(m), None) => format!("{m} ({})", byte_count(p.bytes)),
                 (None, Some(o)) => format!("bytes {}", range(o)),
                 // Not the finding's object, and no known object's either.
-                (None, None) => format!("{} bytes of a neighbour", p.bytes),
+                (None, None) => format!("{} of a neighbour", byte_count(p.bytes)),
             };
             let sep = if i == 0 { " " } else { ", " };
             if verb == Some(p.store) {
@@ -270,6 +272,15 @@ pub fn describe(parts: &[LinePart]) -> String {
         threads.push(text);
     }
     threads.join("; ")
+}
+
+/// `1 byte`, `8 bytes`.
+fn byte_count(n: u64) -> String {
+    if n == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 #[cfg(test)]
@@ -308,5 +319,15 @@ mod tests {
             text,
             "thread 1 reads 8 bytes of a neighbour, writes objs[0].b (bytes 16..23)"
         );
+        // A named neighbour says how much of the line it holds, without offsets (they
+        // would read as the finding object's).
+        let text = describe(&[
+            part(Some("first"), None, true),
+            LinePart {
+                bytes: 1,
+                ..part(Some("flag"), None, false)
+            },
+        ]);
+        assert_eq!(text, "thread 1 writes first (8 bytes), reads flag (1 byte)");
     }
 }

@@ -254,8 +254,9 @@ struct DetailedBlock {
     block: u64,
     phi: u64,
     theta: u64,
-    /// The threads that accessed it, in order.
-    threads: Vec<ThreadId>,
+    /// The threads that accessed it, in order, each with the φ̃ of the pairs it is in
+    /// ([`Estimate::thread_phi`]).
+    threads: Vec<(ThreadId, u64)>,
     /// Accesses per site, by site.
     sites: Vec<(SiteKey, u64)>,
     /// Offset in the block of the byte stored to most (all threads; the lowest of equals), if
@@ -459,12 +460,14 @@ pub struct BlockEstimate {
     pub phi_prime: u64,
     /// Segments in which the block was shared with a store.
     pub segments: u64,
-    /// Threads that accessed the block in those segments, but not one whose segments add up
-    /// to less than 1 % of the φ̃ of the thread with the most (the main thread writing the
-    /// next thread's argument on the line once, before the threads' long phase on it).
+    /// Threads that accessed the block in those segments, but not one whose part adds up to
+    /// less than 1 % of the part of the thread with the most (the main thread writing the
+    /// next thread's argument on the line once, before the threads' long phase on it; or
+    /// loading a thread handle on the line while its threads write there, which until
+    /// 2026-11-29 made it one of three threads sharing the cost).
     pub threads: Vec<ThreadId>,
-    /// Per thread, the φ̃ of the segments in which it shared the block (`threads` comes
-    /// from this).
+    /// Per thread, its part of the block's φ̃: over the segments in which it shared the
+    /// block, the φ̃ of the pairs of threads it is in (`threads` comes from this).
     #[serde(skip)]
     pub thread_phi: Vec<(ThreadId, u64)>,
     /// The φ̃ of the segment whose address is `sample_addr`: the segment with the most
@@ -599,20 +602,41 @@ fn overlapping_exchanges(a: &ThreadCounts, b: &ThreadCounts) -> u64 {
     t
 }
 
+/// One block's estimate in one segment.
+struct Estimate {
+    /// φ̃ over all pairs of threads, capped (see the module docs).
+    phi: u64,
+    /// θ̃, at most `phi`.
+    theta: u64,
+    /// Per thread of the block (in its order), the φ̃ of the pairs it is in: its own part in
+    /// the block's coherence events. A thread that read the line twice beside two threads'
+    /// millions of stores (the main thread loading a thread handle next to the workers'
+    /// counters) takes part in the segment but not in its false sharing.
+    thread_phi: Vec<u64>,
+}
+
 /// φ̃ and θ̃ of one block in one segment, over all pairs of threads (see the module docs).
-fn estimate(b: &BlockCounts) -> (u64, u64) {
+fn estimate(b: &BlockCounts) -> Estimate {
     let threads: Vec<&ThreadCounts> = b.threads.values().collect();
     let accesses: u64 = threads.iter().map(|t| t.loads + t.stores).sum();
     let mut phi = 0u64;
     let mut theta = 0u64;
+    let mut thread_phi = vec![0u64; threads.len()];
     for i in 0..threads.len() {
         for j in i + 1..threads.len() {
-            phi = phi.saturating_add(phi_pair(threads[i], threads[j]));
+            let pair = phi_pair(threads[i], threads[j]);
+            phi = phi.saturating_add(pair);
+            thread_phi[i] = thread_phi[i].saturating_add(pair);
+            thread_phi[j] = thread_phi[j].saturating_add(pair);
             theta = theta.saturating_add(theta_pair(threads[i], threads[j]));
         }
     }
     let phi = phi.min(accesses.saturating_sub(1));
-    (phi, theta.min(phi))
+    Estimate {
+        phi,
+        theta: theta.min(phi),
+        thread_phi,
+    }
 }
 
 /// Accumulates the segments of all threads under one layout. What the first pass learns is
@@ -729,12 +753,12 @@ impl Estimator {
         // a time, appending to their sorted maps.
         pieces.sort_unstable_by_key(|p| (p.block, p.thread, p.slot));
         let estimated = |block: u64, b: BlockCounts| {
-            let (phi, theta) = estimate(&b);
+            let e = estimate(&b);
             DetailedBlock {
                 block,
-                phi,
-                theta,
-                threads: b.threads.keys().copied().collect(),
+                phi: e.phi,
+                theta: e.theta,
+                threads: b.threads.keys().copied().zip(e.thread_phi).collect(),
                 hottest_store: hottest_store(&b),
                 stored: stored_parts(&b, self.layout.line_size),
                 bytes: thread_bytes(&b, block),
@@ -860,15 +884,15 @@ impl Estimator {
             // needs a store in this segment or the previous one). A segment that only takes
             // the block over from the previous one (`main` reading the results after joining
             // the workers) names its threads only if nothing else does: they did not share it.
-            let threads: Vec<ThreadId> = match b {
+            let threads: Vec<(ThreadId, u64)> = match b {
                 Some(b) => b.threads.clone(),
-                None => vec![t.thread],
+                None => vec![(t.thread, 0)],
             };
             if phi > 0 {
-                for th in threads {
+                for (th, own) in threads {
                     match e.thread_phi.iter_mut().find(|(t, _)| *t == th) {
-                        Some((_, n)) => *n += phi,
-                        None => e.thread_phi.push((th, phi)),
+                        Some((_, n)) => *n += own,
+                        None => e.thread_phi.push((th, own)),
                     }
                 }
                 if phi > e.sample_phi {
@@ -891,7 +915,7 @@ impl Estimator {
                     }
                 }
             } else if e.threads.is_empty() && e.thread_phi.is_empty() {
-                e.threads = threads;
+                e.threads = threads.into_iter().map(|(th, _)| th).collect();
             }
             if phi > 0 {
                 e.segments += 1;
@@ -1708,7 +1732,7 @@ mod tests {
         for t in 0..3 {
             *b.threads.entry(t) = counts(1, 1, &[((t * 8, 8), (1, 1))]);
         }
-        let (phi, theta) = estimate(&b);
+        let Estimate { phi, theta, .. } = estimate(&b);
         // Pairs: each 2·[1+1] + 0 − 1 = 3, three pairs = 9, capped at 6 accesses − 1 = 5.
         assert_eq!(phi, 5);
         assert_eq!(theta, 0, "disjoint offsets exchange nothing");
@@ -1791,6 +1815,28 @@ mod tests {
         // The same accesses with 128-byte lines share a line again: latent false sharing.
         let wide = run(Layout::recorded(128), &alternating(100, 0x1000, 0x1040));
         assert!(wide.total_phi_prime() > 0);
+    }
+
+    #[test]
+    fn a_thread_reading_the_line_twice_beside_two_writers_is_not_one_of_its_threads() {
+        // Threads 1 and 2 write their own counters; thread 0 (main, joining them) loads a
+        // thread handle on the same line twice in the same segment.
+        let mut accesses: Vec<Acc> = (0..1000)
+            .flat_map(|_| {
+                [
+                    (1, AccessKind::Modify, 0x1000, 8),
+                    (2, AccessKind::Modify, 0x1008, 8),
+                ]
+            })
+            .collect();
+        accesses.extend([(0, AccessKind::Load, 0x1010, 8); 2]);
+        let r = run(Layout::recorded(64), &accesses);
+        assert_eq!(r.blocks.len(), 1);
+        assert_eq!(r.blocks[0].threads, vec![1, 2], "{:?}", r.blocks[0]);
+        // With as many loads as the writers' stores, it takes part.
+        accesses.extend(vec![(0, AccessKind::Load, 0x1010, 8); 998]);
+        let r = run(Layout::recorded(64), &accesses);
+        assert_eq!(r.blocks[0].threads, vec![0, 1, 2], "{:?}", r.blocks[0]);
     }
 
     #[test]
@@ -2098,7 +2144,7 @@ mod tests {
     type PcAcc = (ThreadId, AccessKind, u64, u32, Option<CodePos>);
 
     /// A block counted in detail: (block, φ̃, θ̃, threads, sites).
-    type Detailed = (u64, u64, u64, Vec<ThreadId>, Vec<(SiteKey, u64)>);
+    type Detailed = (u64, u64, u64, Vec<(ThreadId, u64)>, Vec<(SiteKey, u64)>);
 
     /// A layout's detailed blocks counted access by access, straight into the layout's
     /// blocks.
@@ -2139,9 +2185,15 @@ mod tests {
         counts
             .into_iter()
             .map(|(block, b)| {
-                let (phi, theta) = estimate(&b);
-                let threads = b.threads.keys().copied().collect();
-                (block, phi, theta, threads, b.sites.into_iter().collect())
+                let e = estimate(&b);
+                let threads = b.threads.keys().copied().zip(e.thread_phi).collect();
+                (
+                    block,
+                    e.phi,
+                    e.theta,
+                    threads,
+                    b.sites.into_iter().collect(),
+                )
             })
             .collect()
     }
