@@ -18,10 +18,11 @@
 //! it from the levels above (from all cores for a shared level). Writebacks into a level that
 //! does not hold the line do not allocate it.
 //!
-//! Misses are classified per cache: compulsory (never held), coherence (lost to another core's
-//! write: true sharing if any byte now accessed was written by another core since, else false
-//! sharing — Dubois' definition), else conflict if a fully associative LRU cache of the same
-//! size would have hit, else capacity.
+//! Misses are classified per cache: compulsory (never held); coherence (the line was lost to
+//! another core's write since this core last held it, tracked per core: true sharing if any
+//! byte now accessed was last written by another core since, else false sharing — Dubois'
+//! definition); else conflict if a fully associative LRU cache of the same size would have
+//! hit (a cache that loses invalidated lines too), else capacity.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +42,11 @@ use crate::thread_index::ThreadIndex;
 
 /// `last_thread` before the first event: no thread id (a u32) equals it.
 const NO_THREAD: u64 = u64::MAX;
+
+/// Bits of a written byte's record that name the writing core (at most 64 cores; the write
+/// sequence number above them leaves 2^58 writes).
+const WRITER_BITS: u32 = 6;
+const WRITER_MASK: u64 = (1 << WRITER_BITS) - 1;
 
 /// How threads are placed on simulated cores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +217,8 @@ pub struct ExactEngine {
     sharers: FxHashMap<u64, u64>,
     /// Per core: lines lost to another core's write, with that write's sequence number.
     lost: Vec<FxHashMap<u64, u64>>,
-    /// Per line ever invalidated: sequence number of the last write of each byte.
+    /// Per line ever invalidated: per byte, the sequence number of its last write and the
+    /// core that made it (`seq << WRITER_BITS | core`).
     written: FxHashMap<u64, Box<[u64]>>,
     wseq: u64,
     cores: Vec<CoreCounters>,
@@ -562,10 +569,13 @@ impl ExactEngine {
         let class = if presence == Presence::Never {
             MissClass::Compulsory
         } else if let Some(&at) = (i < self.p).then(|| self.lost[core].get(&line)).flatten() {
-            let rewritten = self
-                .written
-                .get(&line)
-                .is_some_and(|w| w[off..off + len].iter().any(|&s| s >= at));
+            // A byte the core wrote itself since (a no-write-allocate store to the lost line)
+            // is no data from another core.
+            let rewritten = self.written.get(&line).is_some_and(|w| {
+                w[off..off + len]
+                    .iter()
+                    .any(|&s| s >> WRITER_BITS >= at && (s & WRITER_MASK) as usize != core)
+            });
             if i == 0 {
                 if let Some(log) = self.log.as_mut() {
                     if let Some((thread, pc)) = log.current {
@@ -711,7 +721,7 @@ impl ExactEngine {
                 if st & OWNED != 0 && self.l1_write_back {
                     l1.set_state(slot, st | DIRTY);
                     if !self.written.is_empty() {
-                        self.record_write(line, off, len);
+                        self.record_write(core, line, off, len);
                     }
                     return;
                 }
@@ -721,9 +731,9 @@ impl ExactEngine {
         self.slow_path(core, line, off, len, kind, Source::Memory)
     }
 
-    fn record_write(&mut self, line: u64, off: usize, len: usize) {
+    fn record_write(&mut self, core: usize, line: u64, off: usize, len: usize) {
         if let Some(w) = self.written.get_mut(&line) {
-            w[off..off + len].fill(self.wseq);
+            w[off..off + len].fill(self.wseq << WRITER_BITS | core as u64);
         }
     }
 
@@ -803,9 +813,11 @@ impl ExactEngine {
             }
         }
         let exclusive_source = matches!(source, Source::Level(i) if self.model.levels[i].inclusion == Inclusion::Exclusive);
-        let others_share = !found_private
-            && self.mesi
-            && self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core) != 0;
+        let others_hold = self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core) != 0;
+        // A dirty line that an exclusive level gives up is the only copy of its data: it
+        // arrives modified (owned), under MSI too (until 2026-11-29 it arrived shared, and the
+        // next reader was not served cache to cache).
+        let dirty_moved = exclusive_source && top.is_some() && moved_state & DIRTY != 0;
         // Copies filled from the core's own levels inherit their ownership; MESI's E is granted
         // only to a line fetched from outside the core with no other sharer.
         let owned_now = write
@@ -813,8 +825,21 @@ impl ExactEngine {
                 self.private_state(core, line)
                     .is_some_and(|s| s & OWNED != 0)
             } else {
-                self.mesi && !others_share
+                (self.mesi || dirty_moved) && !others_hold
             };
+        // The victim level gives the line up before the levels above take it, so that the
+        // victim one of them sends down takes the freed way (a swap) instead of evicting
+        // another line (until 2026-11-29 it gave the line up afterwards).
+        if exclusive_source && top.is_some() {
+            if let Source::Level(i) = source {
+                if let Some((slot, _)) = self.cache(core, i).invalidate_slot(line) {
+                    self.classifier(core, i).removed(line, slot);
+                }
+                if i < self.p {
+                    self.private_copy_gone(core, line);
+                }
+            }
+        }
         for i in (0..from).rev() {
             if !fills(self, i) {
                 continue;
@@ -827,18 +852,6 @@ impl ExactEngine {
             // Every level above the source missed, and filling one level only moves other
             // lines: the line is absent here.
             self.fill_absent(core, i, line, state);
-        }
-        if exclusive_source {
-            if let Source::Level(i) = source {
-                if top.is_some() {
-                    if let Some((slot, _)) = self.cache(core, i).invalidate_slot(line) {
-                        self.classifier(core, i).removed(line, slot);
-                    }
-                    if i < self.p {
-                        self.private_copy_gone(core, line);
-                    }
-                }
-            }
         }
         if owned_now && write {
             self.update_private(core, line, OWNED, 0);
@@ -856,7 +869,7 @@ impl ExactEngine {
         // 5. The written bytes.
         if write {
             self.propagate_write(core, line, len as u64);
-            self.record_write(line, off, len);
+            self.record_write(core, line, off, len);
         }
     }
 
@@ -912,10 +925,17 @@ impl ExactEngine {
         }
     }
 
-    /// Inserts `line` at level `i` for `core` and deals with the victim.
+    /// Inserts `line` at level `i` for `core` and deals with the victim. A copy already there
+    /// (a shared exclusive level keeps a clean copy that another core evicted while this one
+    /// wrote the line) takes the incoming dirt: the data must still reach memory.
     fn fill(&mut self, core: usize, i: usize, line: u64, state: u8) {
-        if self.cache(core, i).find(line).is_none() {
-            self.fill_absent(core, i, line, state);
+        let cache = self.cache(core, i);
+        match cache.find(line) {
+            Some(s) => {
+                let st = cache.state(s);
+                cache.set_state(s, st | (state & DIRTY));
+            }
+            None => self.fill_absent(core, i, line, state),
         }
     }
 

@@ -214,3 +214,104 @@ fn same_trace_same_json() {
     let b = serde_json::to_string(&gen_and_simulate(&p, &m)).unwrap();
     assert_eq!(a, b);
 }
+
+/// One-line L1s above a two-line exclusive L2 (64-byte lines: every address below maps to the
+/// one set of each).
+const TINY_EXCLUSIVE: &str = r#"
+[[levels]]
+name = "L1"
+size = 64
+assoc = 1
+[[levels]]
+name = "L2"
+size = 128
+assoc = 2
+shared = true
+inclusion = "exclusive"
+"#;
+
+const A: u64 = 0x10000;
+const B: u64 = 0x20000;
+const C: u64 = 0x30000;
+const D: u64 = 0x40000;
+const E: u64 = 0x50000;
+
+#[test]
+fn an_exclusive_level_gives_its_line_up_before_taking_the_victim_from_above() {
+    // A B C A B on one core: when A comes back from L2, L1's victim C takes A's freed way
+    // (a swap), so B is still there (until 2026-11-29 C went in first and evicted B).
+    let m = model(TINY_EXCLUSIVE, 1, "msi");
+    let mut e = engine(&m);
+    for addr in [A, B, C, A, B] {
+        e.access(0, &acc(AccessKind::Load, addr, 8));
+    }
+    let l2 = &e.report().cores[0].levels[1];
+    assert_eq!((l2.hits, l2.evictions), (2, 0), "{l2:?}");
+}
+
+#[test]
+fn a_dirty_line_evicted_onto_a_stale_copy_in_an_exclusive_level_reaches_memory() {
+    let m = model(TINY_EXCLUSIVE, 2, "msi");
+    let mut e = engine(&m);
+    e.access(0, &acc(AccessKind::Load, A, 8));
+    e.access(1, &acc(AccessKind::Load, A, 8));
+    // Core 1's clean copy of A goes down to L2, while core 0 still holds A and then writes it.
+    e.access(1, &acc(AccessKind::Load, B, 8));
+    e.access(0, &acc(AccessKind::Store, A, 8));
+    // Core 0's dirty A goes down onto the stale copy: that copy is dirty now.
+    e.access(0, &acc(AccessKind::Load, C, 8));
+    // Core 1's next lines push A out of L2, to memory.
+    e.access(1, &acc(AccessKind::Load, D, 8));
+    e.access(1, &acc(AccessKind::Load, E, 8));
+    let r = e.report();
+    let l2_writebacks: u64 = r.cores.iter().map(|c| c.levels[1].writebacks).sum();
+    assert_eq!(l2_writebacks, 1, "{:?}", r.cores);
+}
+
+#[test]
+fn a_dirty_line_moved_up_from_an_exclusive_level_is_modified_under_msi() {
+    let m = model(TINY_EXCLUSIVE, 2, "msi");
+    let mut e = engine(&m);
+    e.access(0, &acc(AccessKind::Store, A, 8));
+    e.access(0, &acc(AccessKind::Load, B, 8)); // dirty A down to L2
+    e.access(0, &acc(AccessKind::Load, A, 8)); // and back up: the only copy of the data
+    e.access(0, &acc(AccessKind::Store, A, 8)); // a write hit on a modified line
+    e.access(1, &acc(AccessKind::Load, A, 8)); // served by core 0, cache to cache
+    let r = e.report();
+    assert_eq!(r.cores[0].upgrades, 0, "{:?}", r.cores[0]);
+    assert_eq!(r.cores[1].cache_to_cache, 1, "{:?}", r.cores[1]);
+}
+
+#[test]
+fn a_cores_own_store_to_a_line_it_lost_is_no_true_sharing() {
+    let m = model(
+        r#"
+[[levels]]
+name = "L1"
+size = 512
+assoc = 2
+write = "through"
+[[levels]]
+name = "L2"
+size = 2048
+assoc = 4
+shared = true
+"#,
+        2,
+        "msi",
+    );
+    let mut e = engine(&m);
+    e.access(0, &acc(AccessKind::Load, A, 8));
+    // Core 1 writes bytes 8..15: core 0 loses the line.
+    e.access(1, &acc(AccessKind::Store, A + 8, 8));
+    // Core 0 stores bytes 0..7 without allocating (write-through), then loads them: the data
+    // it misses on is its own, the line was lost to core 1's write of other bytes.
+    e.access(0, &acc(AccessKind::Store, A, 8));
+    e.access(0, &acc(AccessKind::Load, A, 8));
+    let l1 = &e.report().cores[0].levels[0];
+    assert_eq!(
+        (l1.misses.coherence_true, l1.misses.coherence_false),
+        (0, 2),
+        "{l1:?}"
+    );
+}
