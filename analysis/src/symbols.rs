@@ -28,6 +28,7 @@ mod declarations;
 mod frames;
 mod lambdas;
 mod links;
+use frames::FrameRule;
 mod locals;
 mod members;
 mod module;
@@ -418,6 +419,8 @@ pub struct Symbolizer {
     locals_cache: HashMap<u64, Arc<Vec<LocalVar>>>,
     /// Bytes pushed for the call at a code position (see [`Symbolizer::pushed_at`]).
     pushed_cache: HashMap<u64, u64>,
+    /// Frame pointer rules by code position (see `frame_rule_at`).
+    frame_rule_cache: HashMap<u64, Option<FrameRule>>,
 }
 
 impl Symbolizer {
@@ -455,6 +458,7 @@ impl Symbolizer {
             sources: SourceLines::default(),
             locals_cache: HashMap::new(),
             pushed_cache: HashMap::new(),
+            frame_rule_cache: HashMap::new(),
         }
     }
 
@@ -749,8 +753,16 @@ impl Symbolizer {
             Some(sp) if sp < slot.cfa => sp,
             _ => slot.sp,
         };
+        // Locals placed relative to the frame pointer: where the prologue put it.
+        let by_fp = locals.iter().any(|v| v.register == FrameRegister::Fp);
+        let fp = if by_fp {
+            self.frame_rule_at(slot.site.addr())
+                .map_or(slot.cfa.wrapping_sub(16), |r| r.frame_pointer(slot.cfa))
+        } else {
+            slot.cfa.wrapping_sub(16)
+        };
         let local = locals.iter().find_map(|v| {
-            let base = v.address(sp, slot.cfa);
+            let base = v.address(sp, slot.cfa, fp);
             let inside = match v.size {
                 Some(size) => base <= slot.addr && slot.addr < base.saturating_add(size),
                 None => base == slot.addr,
@@ -799,6 +811,20 @@ impl Symbolizer {
         });
         let found = found.unwrap_or(0);
         self.pushed_cache.insert(pc, found);
+        found
+    }
+
+    /// How the function holding code position `pc` sets its frame pointer (see
+    /// `frames::frame_pointer_rule`), cached.
+    fn frame_rule_at(&mut self, pc: u64) -> Option<FrameRule> {
+        if let Some(&hit) = self.frame_rule_cache.get(&pc) {
+            return hit;
+        }
+        let found = self.code_module(pc).and_then(|i| {
+            let probe = pc.wrapping_sub(self.entries[i].info.load_bias);
+            self.open(i)?.call_sites.frame_pointer_at(probe)
+        });
+        self.frame_rule_cache.insert(pc, found);
         found
     }
 

@@ -52,6 +52,13 @@ impl CallSites {
         })
     }
 
+    /// Where the function holding code position `site` (link-time) sets its frame pointer,
+    /// read from its prologue (see [`frame_pointer_rule`]). `None` when the file changed or
+    /// cannot be read, or the prologue is not one the rule covers.
+    pub fn frame_pointer_at(&self, site: u64) -> Option<FrameRule> {
+        self.with_call(site, |_, code, start, _, _| frame_pointer_rule(code, start))
+    }
+
     /// The function the call at code position `site` (link-time, as
     /// [`pushed_at`](Self::pushed_at) takes it) calls, when its target has a name (see
     /// `callees.rs`).
@@ -122,6 +129,86 @@ fn function_and_body_start(file: &object::File<'_>, pc: u64) -> Option<(u64, u64
     Some((start, body))
 }
 
+/// A function's frame pointer as a function of its canonical frame address:
+/// `((cfa + before) & mask) + after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameRule {
+    before: i64,
+    mask: u64,
+    after: i64,
+}
+
+impl FrameRule {
+    /// The frame pointer of the frame whose canonical frame address is `cfa`.
+    pub fn frame_pointer(self, cfa: u64) -> u64 {
+        (cfa.wrapping_add_signed(self.before) & self.mask).wrapping_add_signed(self.after)
+    }
+}
+
+/// Instructions of a prologue read before giving up on finding `mov %rsp,%rbp`.
+const PROLOGUE_INSTRUCTIONS: usize = 16;
+
+/// Where the function whose code starts at `start` (`code`: from there on) sets `%rbp`,
+/// relative to its canonical frame address, from its prologue: the stack pointer is followed
+/// from the entry (the CFA minus the return address) through pushes, `sub`/`add` of
+/// constants and `and` (a frame realigned for an `alignas(64)` local) up to `mov %rsp,%rbp`.
+/// Usually `push %rbp; mov %rsp,%rbp`: the CFA minus 16. gcc realigns a frame before it
+/// saves `%rbp` (`lea 8(%rsp),%r10; and $-64,%rsp; push -8(%r10); push %rbp; mov
+/// %rsp,%rbp`), and addresses the locals from that `%rbp` (`DW_OP_breg6`), which is then
+/// not the CFA minus 16 (until 2026-11-29 its locals were placed up to 48 bytes off, and
+/// named after their neighbours). `None` when anything else moves the stack pointer, a
+/// branch comes first, or no `mov %rsp,%rbp` comes within [`PROLOGUE_INSTRUCTIONS`].
+pub(crate) fn frame_pointer_rule(code: &[u8], start: u64) -> Option<FrameRule> {
+    let mut decoder = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
+    let mut rule = FrameRule {
+        before: -8,
+        mask: u64::MAX,
+        after: 0,
+    };
+    for _ in 0..PROLOGUE_INSTRUCTIONS {
+        if !decoder.can_decode() {
+            return None;
+        }
+        let i = decoder.decode();
+        if i.is_invalid() || i.flow_control() != FlowControl::Next {
+            return None;
+        }
+        let reg = |n: u32| i.op_count() > n && i.op_kind(n) == OpKind::Register;
+        let writes_rsp = reg(0) && i.op0_register() == Register::RSP;
+        let imm = matches!(
+            i.op1_kind(),
+            OpKind::Immediate8to64 | OpKind::Immediate32to64
+        );
+        match i.mnemonic() {
+            Mnemonic::Mov
+                if reg(0)
+                    && reg(1)
+                    && i.op0_register() == Register::RBP
+                    && i.op1_register() == Register::RSP =>
+            {
+                return Some(rule);
+            }
+            Mnemonic::Push => rule.after -= i64::from(i.stack_pointer_increment().unsigned_abs()),
+            Mnemonic::Sub if writes_rsp && imm => {
+                rule.after = rule.after.checked_sub(i.immediate(1) as i64)?
+            }
+            Mnemonic::Add if writes_rsp && imm => {
+                rule.after = rule.after.checked_add(i.immediate(1) as i64)?
+            }
+            Mnemonic::And if writes_rsp && imm => {
+                rule.before = rule.before.checked_add(rule.after)?;
+                rule.after = 0;
+                rule.mask &= i.immediate(1);
+            }
+            _ if writes_rsp || i.stack_pointer_increment() != 0 => return None,
+            // A write of `%rbp` before the frame is set: not a frame pointer prologue.
+            _ if reg(0) && i.op0_register() == Register::RBP => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Bytes pushed right before the call that returns to `ret`, given the code from the
 /// function's start `start` to `ret`; instructions before `body` (the prologue) never count.
 /// `None` when that code does not end with a call.
@@ -176,6 +263,34 @@ mod tests {
     use super::*;
 
     const CALL: [u8; 5] = [0xe8, 0, 0, 0, 0];
+
+    #[test]
+    fn a_frame_pointer_is_found_in_plain_and_realigned_prologues() {
+        // push %rbp; mov %rsp,%rbp; sub $0x20,%rsp
+        let plain = [0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x20];
+        let rule = frame_pointer_rule(&plain, 0x1000).unwrap();
+        assert_eq!(rule.frame_pointer(0x7ff0_0620), 0x7ff0_0610);
+        // endbr64 first, as with -fcf-protection.
+        let endbr = [&[0xf3, 0x0f, 0x1e, 0xfa][..], &plain].concat();
+        let rule = frame_pointer_rule(&endbr, 0x1000).unwrap();
+        assert_eq!(rule.frame_pointer(0x7ff0_0620), 0x7ff0_0610);
+        // gcc -O0 realigning for an alignas(64) local (from a real build):
+        // lea 0x8(%rsp),%r10; and $-64,%rsp; push -0x8(%r10); push %rbp; mov %rsp,%rbp
+        let realigned = [
+            0x4c, 0x8d, 0x54, 0x24, 0x08, 0x48, 0x83, 0xe4, 0xc0, 0x41, 0xff, 0x72, 0xf8, 0x55,
+            0x48, 0x89, 0xe5,
+        ];
+        let rule = frame_pointer_rule(&realigned, 0x1000).unwrap();
+        // Entry %rsp 0x…618, aligned down to 0x…600, two pushes: 0x…5f0 (a debugger's
+        // value in a recorded run), not the CFA minus 16 (0x…610).
+        assert_eq!(rule.frame_pointer(0x7ff0_0620), 0x7ff0_05f0);
+        // No frame pointer: a call before any `mov %rsp,%rbp`, or none at all.
+        assert_eq!(
+            frame_pointer_rule(&[&[0x55][..], &CALL].concat(), 0x1000),
+            None
+        );
+        assert_eq!(frame_pointer_rule(&[0x48, 0x83, 0xec, 0x20], 0x1000), None);
+    }
 
     fn pushed(code: &[u8]) -> Option<u64> {
         pushed_before(code, 0x1000, 0x1000, 0x1000 + code.len() as u64)

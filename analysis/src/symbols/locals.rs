@@ -64,12 +64,13 @@ pub(crate) struct LocalVar {
 }
 
 impl LocalVar {
-    /// Its start address in a frame with bounds `[sp, cfa)`.
-    pub fn address(&self, sp: u64, cfa: u64) -> u64 {
+    /// Its start address in a frame with bounds `[sp, cfa)` whose frame pointer is `fp`
+    /// (usually the CFA minus 16: see `frames::frame_pointer_rule`).
+    pub fn address(&self, sp: u64, cfa: u64, fp: u64) -> u64 {
         let base = match self.register {
             FrameRegister::Cfa => cfa,
             FrameRegister::Sp => sp,
-            FrameRegister::Fp => cfa.wrapping_sub(16),
+            FrameRegister::Fp => fp,
         };
         base.wrapping_add_signed(self.offset)
     }
