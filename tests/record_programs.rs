@@ -3014,3 +3014,126 @@ fn stack_arrays_written_by_other_threads_are_named_by_their_local_variable() {
         }
     }
 }
+
+#[test]
+fn tasks_run_in_a_barrier_count_with_the_region_that_runs_them() {
+    // Until 2026-11-29 libgomp ran the tasks left at a region's end in its own join, after the
+    // recorded region end, and the libomp tool recorded the whole join before them: two
+    // sibling tasks writing neighbouring counters at the same time passed with gcc (the
+    // replay even ran them one after the other), and a task run in the join was flagged
+    // against the serial code after the region.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("omp_tasks.c");
+    let task_line = u64::from(line_of(&src, "TASK_WRITE"));
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("tasks-{compiler}{opt}");
+            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-fopenmp"]);
+            let trace = dir.path().join(format!("{name}-siblings.cstrace"));
+            assert_eq!(
+                record(&trace, &prog, &["siblings"], 2),
+                "1000000 1000000\n",
+                "{name}"
+            );
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name} siblings: {:#}", json["findings"]);
+            assert_eq!(code, 1, "{what}");
+            let found: Vec<_> = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["kind"] == "false_sharing")
+                .collect();
+            assert_eq!(found.len(), 1, "{what}");
+            assert_eq!(found[0]["object"]["name"], "cnt", "{what}");
+            assert_eq!(
+                found[0]["writer"]["line"].as_u64(),
+                Some(task_line),
+                "{what}"
+            );
+            assert_eq!(
+                found[0]["victim"]["line"].as_u64(),
+                Some(task_line),
+                "{what}"
+            );
+            // The replay runs them at the same time too.
+            assert!(
+                found[0]["simulated_false"].as_u64().unwrap() > 100_000,
+                "{what}"
+            );
+
+            let trace = dir.path().join(format!("{name}-join.cstrace"));
+            assert_eq!(
+                record(&trace, &prog, &["join"], 2),
+                "1000000 2000000\n",
+                "{name}"
+            );
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name} join: {:#}", json["findings"]);
+            assert_eq!(code, 0, "{what}");
+            assert!(
+                json["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|f| f["kind"] != "false_sharing"),
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_local_in_a_frame_realigned_before_its_frame_pointer_is_named() {
+    // gcc -O0 realigns main's frame for an alignas(64) local before it sets %rbp and places
+    // the locals from that %rbp; until 2026-11-29 the audit took %rbp for the CFA minus 16,
+    // placed `partial` 32 bytes off and named the finding "stack frame of main".
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("realigned_frame.c");
+    let decl = line_of(&src, "PARTIAL_DECL");
+    let write = u64::from(line_of(&src, "PARTIAL_WRITE"));
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("realigned-{compiler}{opt}");
+            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-fopenmp"]);
+            let trace = dir.path().join(format!("{name}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[], 2), "34359607296.0\n", "{name}");
+            let (code, json, _) = audit_json(&trace);
+            let what = format!("{name}: {:#}", json["findings"]);
+            assert_eq!(code, 1, "{what}");
+            let found: Vec<_> = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["kind"] == "false_sharing")
+                .collect();
+            assert_eq!(found.len(), 1, "{what}");
+            let f = found[0];
+            assert_eq!(f["object"]["kind"], "stack", "{what}");
+            assert_eq!(
+                f["object"]["name"],
+                format!("local partial of main (realigned_frame.c:{decl})"),
+                "{what}"
+            );
+            assert_eq!(f["writer"]["line"].as_u64(), Some(write), "{what}");
+            // Each thread's part is its element of `partial`, at its offset in it.
+            let parts: Vec<(String, u64)> = f["line_parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["store"] == true)
+                .map(|p| {
+                    (
+                        p["member"].as_str().unwrap_or("?").to_owned(),
+                        p["offset"].as_u64().unwrap_or(u64::MAX),
+                    )
+                })
+                .collect();
+            assert!(
+                parts.contains(&("partial[0]".to_owned(), 0))
+                    || parts.contains(&("partial[1]".to_owned(), 8)),
+                "{what}"
+            );
+        }
+    }
+}

@@ -3,7 +3,11 @@
 //! Each thread has a logical clock in the header's time unit. Events are released in
 //! ascending (clock, thread id) order, and sync events align clocks:
 //!
-//! * a barrier's participants all leave at the maximum of their enter times;
+//! * a barrier's participants all leave at the maximum of their enter times: a thread's enter
+//!   is its arrival, and its leave waits until every participant has arrived (events between
+//!   the two — explicit tasks an OpenMP runtime runs in a barrier — happen at the thread's
+//!   own clock, beside the others' work before the barrier; until 2026-11-29 a thread waited
+//!   at its enter, which put them after the barrier);
 //! * acquisition #k of a lock waits for the release after acquisition #k−1 and happens no
 //!   earlier than it (acquisitions keep their recorded order);
 //! * a created thread starts no earlier than its creator's `ThreadCreate`;
@@ -17,6 +21,8 @@
 //! ends with the event it waits with: the program ended while they waited (another thread
 //! called `exit`, a signal ended it), so no partner's event ever came. There the waits are
 //! released, at the latest clock of any thread, so that every recovered event is still ordered.
+//! (A thread whose stream ends at a barrier's enter waits for nothing: it arrived, and
+//! the others leave once every participant has.)
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -58,13 +64,34 @@ struct ThreadState {
     cursor: ThreadCursor,
     clock: u64,
     wait: Wait,
+    /// The barrier episode the thread entered and has not left: (barrier, generation).
+    episode: Option<(u64, u64)>,
 }
 
 #[derive(Default)]
 struct BarrierState {
     participants: u32,
+    /// Threads that entered the current episode.
     arrived: Vec<usize>,
     latest_enter: u64,
+    /// Episodes completed so far: the current one's number.
+    generation: u64,
+    /// The latest enter of the last completed episode. A thread can be at most one episode
+    /// behind: the next one cannot complete without it.
+    completed_at: u64,
+    /// Threads parked at their leave of the current episode.
+    leaving: Vec<usize>,
+}
+
+impl BarrierState {
+    /// Completes the current episode at `at`; returns the threads waiting to leave it.
+    fn complete(&mut self, at: u64) -> Vec<usize> {
+        self.completed_at = at;
+        self.generation += 1;
+        self.arrived.clear();
+        self.latest_enter = 0;
+        std::mem::take(&mut self.leaving)
+    }
 }
 
 #[derive(Default)]
@@ -113,6 +140,7 @@ impl MergedEvents {
                     cursor,
                     clock: 0,
                     wait: Wait::Runnable,
+                    episode: None,
                 }
             })
             .collect();
@@ -179,21 +207,23 @@ impl MergedEvents {
             .iter()
             .filter(|t| !matches!(t.wait, Wait::Runnable | Wait::Done))
             .peekable();
-        // A barrier's enter has been consumed; other waits put their event back.
+        // Every wait puts its event back. A barrier's is the leave: the thread did get through
+        // the barrier in the recording, so its partners' enters must be somewhere (a thread
+        // whose stream ends at its enter does not wait: it arrived and ended).
         waiting.peek().is_some()
-            && waiting.all(|t| {
-                let left = usize::from(!matches!(t.wait, Wait::Barrier(_)));
-                t.cursor.at_most_left(left)
-            })
+            && waiting.all(|t| !matches!(t.wait, Wait::Barrier(_)) && t.cursor.at_most_left(1))
     }
 
     fn release_barriers(&mut self, now: u64) -> bool {
         let mut woke = false;
         for i in 0..self.threads.len() {
             if let Wait::Barrier(b) = self.threads[i].wait {
-                if let Some(st) = self.barriers.remove(&b) {
-                    for j in st.arrived {
-                        self.wake(j, st.latest_enter.max(now));
+                if let Some(st) = self.barriers.get_mut(&b) {
+                    // The episode is over for the ones that arrived (those still between
+                    // their enter and leave pass their leave too).
+                    let at = st.latest_enter.max(now);
+                    for j in st.complete(at) {
+                        self.wake(j, at);
                     }
                     woke = true;
                 }
@@ -391,20 +421,38 @@ impl MergedEvents {
                 }
                 st.arrived.push(i);
                 st.latest_enter = st.latest_enter.max(time);
+                self.threads[i].episode = Some((barrier, st.generation));
                 if st.arrived.len() as u32 == st.participants {
-                    let st = std::mem::take(st);
-                    for j in st.arrived {
-                        if j != i {
-                            self.wake(j, st.latest_enter);
-                        }
+                    let at = st.latest_enter;
+                    for j in st.complete(at) {
+                        self.wake(j, at);
                     }
-                } else {
-                    // The enter itself happens now; the thread then waits for the others.
-                    self.threads[i].wait = Wait::Barrier(barrier);
                 }
             }
-            Event::BarrierLeave { .. }
-            | Event::RegionBegin { .. }
+            Event::BarrierLeave { barrier } => {
+                // The leave of the episode the thread entered waits for every participant's
+                // enter (a leave without an enter, or of another barrier, is taken as is).
+                if let Some((entered, generation)) = self.threads[i].episode {
+                    if entered == barrier {
+                        let st = self.barriers.entry(barrier).or_default();
+                        if st.generation == generation {
+                            st.leaving.push(i);
+                            self.park(i, Wait::Barrier(barrier));
+                            return Ok(None);
+                        }
+                        // Completed while the thread was still inside (running tasks):
+                        // it leaves at the latest enter, taking its turn there.
+                        let at = st.completed_at;
+                        if time < at {
+                            self.threads[i].clock = at;
+                            self.threads[i].cursor.unread();
+                            return Ok(None);
+                        }
+                        self.threads[i].episode = None;
+                    }
+                }
+            }
+            Event::RegionBegin { .. }
             | Event::RegionEnd { .. }
             | Event::Alloc { .. }
             | Event::Free { .. }

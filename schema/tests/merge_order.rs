@@ -87,6 +87,74 @@ fn barrier_leaves_at_latest_enter() {
 }
 
 #[test]
+fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
+    // Thread 0 arrives at 2 and runs tasks in the barrier (an OpenMP runtime does) while
+    // thread 1 still works up to 10: those accesses are at thread 0's own times, beside thread
+    // 1's; both leave at 10. (Until 2026-11-29 thread 0 waited at its enter, so its tasks ran
+    // at 10, after thread 1's work.)
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![
+                adv(2),
+                ENTER2,
+                Event::load(0x40, 8),
+                adv(3),
+                Event::load(0x48, 8),
+                LEAVE,
+                Event::load(0x50, 8),
+            ],
+            vec![
+                adv(10),
+                Event::load(0x80, 8),
+                ENTER2,
+                LEAVE,
+                Event::load(0x88, 8),
+            ],
+        ],
+    );
+    let single = one_by_one(&f);
+    assert_eq!(single.1, None);
+    let at = |addr: u64| {
+        single
+            .0
+            .iter()
+            .find(|e| matches!(e.event, Event::Access(a) if a.addr == addr))
+            .map(|e| e.time)
+    };
+    assert_eq!(
+        [0x40, 0x48, 0x80, 0x50, 0x88].map(at),
+        [Some(2), Some(5), Some(10), Some(10), Some(10)]
+    );
+    let leaves: Vec<(u64, u32)> = single
+        .0
+        .iter()
+        .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
+        .map(|e| (e.time, e.thread))
+        .collect();
+    assert_eq!(leaves, vec![(10, 0), (10, 1)]);
+    assert!(single.0.windows(2).all(|w| w[0].time <= w[1].time));
+    assert_windows_equal_merge(&f, &single, "tasks in a barrier");
+    // A thread still inside when the last one arrives leaves at its own time.
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(2), ENTER2, adv(20), Event::load(0x40, 8), LEAVE],
+            vec![adv(10), ENTER2, LEAVE, Event::load(0x88, 8)],
+        ],
+    );
+    let single = one_by_one(&f);
+    let leaves: Vec<(u64, u32)> = single
+        .0
+        .iter()
+        .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
+        .map(|e| (e.time, e.thread))
+        .collect();
+    assert_eq!(leaves, vec![(10, 1), (22, 0)]);
+    assert_windows_equal_merge(&f, &single, "a thread inside past the last enter");
+}
+
+#[test]
 fn events_time_unit_orders_by_access_count() {
     // Thread 1 issues 3 accesses before thread 0's 2nd one would be due at time 1.
     let (_d, f) = trace(

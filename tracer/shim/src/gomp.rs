@@ -3,13 +3,15 @@
 //!
 //! A parallel region's outlined function is wrapped so that every team member records the
 //! region, a barrier at its start (members start no earlier than the fork) and one at its end
-//! (the implicit join barrier). Each team gets a synthetic barrier object, so barriers of teams
+//! (the implicit join barrier: a real team barrier, in which explicit tasks still queued run
+//! inside the region, see [`run_region`]). Each team gets a synthetic barrier object, so barriers of teams
 //! of different sizes never mix; explicit and loop-end barriers use the same object.
 //! `ordered` sections are a lock of their own (the runtime lets them in in iteration order,
 //! which is the recorded order of acquisitions replay follows). OpenMP nest locks record their
 //! outermost acquisition and the release that frees them (the holder's nested acquisitions
 //! cannot wait), with either runtime: the interposers catch libomp's functions too.
-//! Not modelled (documented): tasks and their dependences, nested parallelism beyond keeping
+//! Not modelled (documented): the order tasks' dependences, `taskwait` and `taskgroup` give
+//! (a task's accesses are its executing thread's, beside the region's), nested parallelism beyond keeping
 //! the team stack, cancellation points.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,14 +115,17 @@ extern "C" fn run_region(p: *mut c_void) {
         });
     }
     (r.f)(r.data);
+    // Explicit tasks still queued when a member's share of the region is done run in the
+    // join barrier, which libgomp enters after this function returns: recorded after
+    // `RegionEnd`, they would follow the region instead of running beside it (a task that a
+    // waiting member takes over from the `single` that created it, or a `taskloop`'s
+    // tasks). A real team barrier here runs them inside the recorded episode; the join then
+    // finds no task left. One more barrier per region and member, while recording only (a
+    // region is wrapped only when its forking thread records, and then every member of the
+    // team comes here, so the barrier is complete).
+    // SAFETY: libgomp is loaded (it called us).
+    barrier(team.barrier, size, || unsafe { real_barrier()() });
     if let Some(st) = thread::current() {
-        st.push(Event::BarrierEnter {
-            barrier: team.barrier,
-            participants: size,
-        });
-        st.push(Event::BarrierLeave {
-            barrier: team.barrier,
-        });
         st.push(Event::RegionEnd { region });
         st.quiet(|st| st.teams.pop());
     }

@@ -8,12 +8,19 @@
 //! * every team member, at its implicit task's start: `RegionBegin`, then an episode of the
 //!   team barrier (members start no earlier than the fork); the team goes onto `st.teams`;
 //! * at the implicit barrier that ends the region (the join): an episode of the team barrier,
-//!   `RegionEnd`, and the team leaves `st.teams`. libomp reports the end of a worker's join
-//!   barrier and implicit task only when the worker is woken for the next region (and the
-//!   last region's never), so everything is recorded when the join barrier *begins*; the
-//!   leave is then recorded before the real leave, which is equivalent for replay because
-//!   the thread does nothing recorded in between. Serialized regions (a team of one) have no
-//!   join barrier: their implicit task's end records it instead;
+//!   `RegionEnd`, and the team leaves `st.teams`. The enter is recorded when the join
+//!   barrier begins; explicit tasks the thread runs in it (one a waiting member takes over
+//!   from a `single`, a `taskloop`'s) are recorded inside the episode, beside the other
+//!   members' work, as in the program. libomp reports the end of a worker's join barrier
+//!   and implicit task only when the worker is woken for the next region (and the last
+//!   region's never), so the leave and `RegionEnd` are recorded at the first sign that the
+//!   thread is out ([`finish_join`]): that late end, the next region's implicit task, a
+//!   fork or the primary thread's `parallel_end`; after the last region the collector
+//!   closes a worker's join at the end of its events, and task switches publish its
+//!   accesses. Until
+//!   2026-11-29 the whole episode was recorded at the join's begin, which put such tasks
+//!   after the region. Serialized regions (a team of one) have no join barrier: their
+//!   implicit task's end records it instead;
 //! * explicit barriers, the barriers that end worksharing constructs and reduction barriers:
 //!   an episode of the innermost team's barrier;
 //! * `critical`, lock-based `atomic` and `ordered`: lock acquire/release on the runtime's
@@ -29,8 +36,9 @@
 //! copies it for the late end callbacks); the team instance travels from `parallel_begin` to
 //! the members in the region's `ompt_data_t`.
 //!
-//! Not modelled (documented): explicit tasks and their dependences, `taskwait`/`taskgroup`,
-//! `teams` leagues, cancellation.
+//! Not modelled (documented): the order explicit tasks' dependences, `taskwait` and
+//! `taskgroup` give (a task's accesses are its executing thread's), `teams` leagues,
+//! cancellation.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -80,6 +88,7 @@ pub struct StartToolResult {
 // ompt_callbacks_t
 const CB_PARALLEL_BEGIN: c_int = 3;
 const CB_PARALLEL_END: c_int = 4;
+const CB_TASK_SCHEDULE: c_int = 6;
 const CB_IMPLICIT_TASK: c_int = 7;
 const CB_MUTEX_RELEASED: c_int = 17;
 const CB_SYNC_REGION: c_int = 23;
@@ -230,9 +239,10 @@ unsafe extern "C" fn initialize(
     // SAFETY: the runtime's `ompt_set_callback` has the C signature `SetCallbackFn`
     // (function and data pointers have the same representation on supported targets).
     let set: SetCallbackFn = unsafe { std::mem::transmute::<*const c_void, SetCallbackFn>(f) };
-    let callbacks: [(c_int, *const c_void); 6] = [
+    let callbacks: [(c_int, *const c_void); 7] = [
         (CB_PARALLEL_BEGIN, on_parallel_begin as *const c_void),
         (CB_PARALLEL_END, on_parallel_end as *const c_void),
+        (CB_TASK_SCHEDULE, on_task_schedule as *const c_void),
         (CB_IMPLICIT_TASK, on_implicit_task as *const c_void),
         (CB_SYNC_REGION, on_sync_region as *const c_void),
         (CB_MUTEX_ACQUIRED, on_mutex_acquired as *const c_void),
@@ -276,6 +286,7 @@ unsafe extern "C" fn on_parallel_begin(
         return;
     }
     let Some(st) = thread::current() else { return };
+    finish_join(st);
     // The region's code may write the encountering function's locals (shared variables).
     stack::record(st);
     st.forking = true;
@@ -294,9 +305,11 @@ unsafe extern "C" fn on_parallel_end(
     _flags: c_int,
     _codeptr_ra: *const c_void,
 ) {
-    // Should no implicit task have begun on this thread, the fork ends here at the latest.
+    // Should no implicit task have begun on this thread, the fork ends here at the latest;
+    // and the primary thread has left the join barrier.
     if let Some(st) = thread::current() {
         st.forking = false;
+        finish_join(st);
     }
     // SAFETY: as in `on_parallel_begin`.
     let Some(pd) = (unsafe { parallel_data.as_mut() }) else {
@@ -337,6 +350,10 @@ unsafe extern "C" fn on_implicit_task(
             // SAFETY: the value is 0 or the `Parallel` boxed by `on_parallel_begin`, alive until
             // `parallel_end`, which the primary thread reaches only after this member joined.
             let par = unsafe { p.as_ref() };
+            // A worker learns that it left the previous region's join barrier only now.
+            if let Some(st) = thread::current() {
+                finish_join(st);
+            }
             let (Some(par), Some(st)) = (par, thread::current()) else {
                 return;
             };
@@ -364,7 +381,11 @@ unsafe extern "C" fn on_implicit_task(
         SCOPE_END => {
             let s = TaskState(td.value);
             if s.live() {
-                end_region(s);
+                // A serialized region: no join barrier, nothing runs in it.
+                enter_join(s);
+            }
+            if let Some(st) = thread::current() {
+                finish_join(st);
             }
             td.value = 0;
         }
@@ -372,9 +393,13 @@ unsafe extern "C" fn on_implicit_task(
     }
 }
 
-/// Records the region's closing barrier episode and its end, and leaves the team.
-fn end_region(s: TaskState) {
+/// Enters the region's closing barrier episode (the join). Its leave and the region's end
+/// are recorded by [`finish_join`] once the thread is seen out of it: explicit tasks the
+/// thread runs meanwhile (taken over from a `single` or another member) belong to the region
+/// and run beside the other members' work, as they do in the program.
+fn enter_join(s: TaskState) {
     let Some(st) = thread::current() else { return };
+    finish_join(st);
     let Some(team) = st.teams.last().copied() else {
         return;
     };
@@ -382,11 +407,34 @@ fn end_region(s: TaskState) {
         barrier: team.barrier,
         participants: team.size,
     });
-    st.push(Event::BarrierLeave {
-        barrier: team.barrier,
-    });
-    st.push(Event::RegionEnd { region: s.region() });
+    st.open_join(team.barrier, s.region());
+}
+
+/// Leaves the join barrier the thread entered (if it did): the barrier's leave, the
+/// region's end, and the team off the team stack. libomp reports a worker's leave only when
+/// it wakes it for the next region (and never after the last region, whose join the
+/// collector closes at the program's end, `thread::collect_all`); the primary thread's when
+/// it leaves.
+fn finish_join(st: &mut thread::ThreadState) {
+    let Some((barrier, region)) = st.close_join() else {
+        return;
+    };
+    st.push(Event::BarrierLeave { barrier });
+    st.push(Event::RegionEnd { region });
     st.quiet(|st| st.teams.pop());
+}
+
+/// `ompt_callback_task_schedule`: a task switch. A thread that ran a task in a join barrier
+/// records nothing until it is woken for the next region, if ever: its accesses are
+/// published here, or a program's end would lose them.
+unsafe extern "C" fn on_task_schedule(
+    _prior_task_data: *mut OmptData,
+    _prior_task_status: c_int,
+    _next_task_data: *mut OmptData,
+) {
+    if let Some(st) = thread::current() {
+        st.publish();
+    }
 }
 
 /// `ompt_callback_sync_region`: team barriers and the join barrier.
@@ -403,6 +451,16 @@ unsafe extern "C" fn on_sync_region(
     };
     let s = TaskState(td.value);
     if !s.live() {
+        // The end of the join barrier: reported late for workers (see `finish_join`).
+        if s.has(TaskState::RECORDED)
+            && endpoint == SCOPE_END
+            && classify_barrier(kind, codeptr_ra as u64 & TaskState::REGION, s.region())
+                == BarrierRole::Join
+        {
+            if let Some(st) = thread::current() {
+                finish_join(st);
+            }
+        }
         // Outside recorded regions (serial code, explicit tasks) or after the join began.
         return;
     }
@@ -412,7 +470,7 @@ unsafe extern "C" fn on_sync_region(
     ) {
         (BarrierRole::Join, SCOPE_BEGIN) => {
             td.value = s.with(TaskState::ENDED).0;
-            end_region(s);
+            enter_join(s);
         }
         (BarrierRole::Team, SCOPE_BEGIN) => {
             let Some(st) = thread::current() else { return };

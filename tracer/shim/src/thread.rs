@@ -27,7 +27,7 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use cachescope_schema::{Access, AccessKind, CodePos, Event, ThreadId};
@@ -180,6 +180,12 @@ pub(crate) struct ThreadState {
     pub unrecorded_locks: Vec<u64>,
     /// OpenMP nest locks this thread holds, with its nesting depth of each (`gomp.rs`).
     pub nest_locks: Vec<(u64, u32)>,
+    /// The region (id, never 0) whose join barrier this thread entered and has not been seen
+    /// to leave (`ompt.rs`; 0: none), and that barrier's object: explicit tasks the thread
+    /// runs there are recorded inside the episode. Atomic: the collector closes a join still
+    /// open when the program ends ([`collect_all`]).
+    pending_join: AtomicU64,
+    pending_barrier: AtomicU64,
     /// The alternate signal stack the shim gave this thread (`alt_stack.rs`).
     alt_stack: Option<crate::alt_stack::AltStack>,
 }
@@ -339,6 +345,8 @@ fn create() -> Option<&'static mut ThreadState> {
         in_barrier: false,
         unrecorded_locks: Vec::with_capacity(4),
         nest_locks: Vec::new(),
+        pending_join: AtomicU64::new(0),
+        pending_barrier: AtomicU64::new(0),
         alt_stack: crate::alt_stack::install(),
     });
     let raw = Box::into_raw(st);
@@ -381,6 +389,43 @@ impl ThreadState {
         let n = unsafe { self.put(event) };
         self.committed.store(n, Ordering::Release);
         self.check_room();
+    }
+
+    /// Notes that the thread entered the join barrier `barrier` of region `region` (after
+    /// recording the enter), to be left by [`ThreadState::close_join`].
+    pub fn open_join(&mut self, barrier: u64, region: u64) {
+        // The barrier first: a collector that sees the region sees it (see `collect_all`).
+        self.pending_barrier.store(barrier, Ordering::Release);
+        self.pending_join.store(region.max(1), Ordering::Release);
+    }
+
+    /// The join barrier and region the thread entered and has not left, if any; it is left
+    /// now (record the leave after this: see `collect_all`).
+    pub fn close_join(&mut self) -> Option<(u64, u64)> {
+        let region = self.pending_join.load(Ordering::Relaxed);
+        if region == 0 {
+            return None;
+        }
+        self.pending_join.store(0, Ordering::Release);
+        Some((self.pending_barrier.load(Ordering::Relaxed), region))
+    }
+
+    /// Records the thread's end: the join barrier it is still in, if any, is left first (an
+    /// OpenMP worker ended after its last region).
+    fn exit(&mut self) {
+        if let Some((barrier, region)) = self.close_join() {
+            self.push(Event::BarrierLeave { barrier });
+            self.push(Event::RegionEnd { region });
+            self.quiet(|st| st.teams.pop());
+        }
+        self.push(Event::ThreadExit);
+    }
+
+    /// Publishes the events recorded so far, accesses included (as [`ThreadState::push`]
+    /// does): for a thread about to wait where no event of its own comes (an OpenMP worker
+    /// done with a task in a join barrier, which may be the program's last).
+    pub fn publish(&mut self) {
+        self.committed.store(self.len(), Ordering::Release);
     }
 
     /// Records an access (see [`record_access`]), preceded by the pending time, without
@@ -528,12 +573,29 @@ pub(crate) fn collect_all() -> Vec<(ThreadId, Vec<Event>, bool)> {
                 continue;
             }
             swap.collected = true;
+            // A join barrier the thread entered and was never seen to leave (an OpenMP
+            // worker after the last region: libomp reports its leave only when it wakes it
+            // for a next one) is left at the end of its events. The owner notes the join
+            // after recording its enter and clears it before recording its leave, so a join
+            // seen open with the same barrier before and after `committed` is read has its
+            // enter among the events taken and its leave not.
+            let (region, barrier) = (
+                st.pending_join.load(Ordering::Acquire),
+                st.pending_barrier.load(Ordering::Acquire),
+            );
             let base = st.shared_ptr.load(Ordering::Acquire);
             let n = st.committed.load(Ordering::Acquire);
+            let still_open = region != 0
+                && st.pending_join.load(Ordering::Acquire) == region
+                && st.pending_barrier.load(Ordering::Acquire) == barrier;
             // SAFETY: the owner initialized the first `n` events of `base` before publishing
             // `n` (release), never writes them again, and cannot swap `base` away while we
             // hold `swap`.
-            let events = unsafe { std::slice::from_raw_parts(base, n) }.to_vec();
+            let mut events = unsafe { std::slice::from_raw_parts(base, n) }.to_vec();
+            if still_open {
+                events.push(Event::BarrierLeave { barrier });
+                events.push(Event::RegionEnd { region });
+            }
             out.push((st.tid, events, false));
         }
         out.sort_by_key(|(tid, _, _)| *tid);
@@ -558,7 +620,7 @@ pub(crate) fn end_current_thread() {
         return;
     }
     if let Some(st) = current() {
-        st.push(Event::ThreadExit);
+        st.exit();
     }
     retire(p);
 }
@@ -575,7 +637,7 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
         recorder::main_thread_exited();
     }
     if let Some(st) = current() {
-        st.push(Event::ThreadExit);
+        st.exit();
     }
     retire(mine);
 }
