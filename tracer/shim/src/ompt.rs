@@ -14,8 +14,8 @@
 //!   members' work, as in the program. libomp reports the end of a worker's join barrier
 //!   and implicit task only when the worker is woken for the next region (and the last
 //!   region's never), so the leave and `RegionEnd` are recorded at the first sign that the
-//!   thread is out ([`finish_join`]): that late end, the next region's implicit task, a
-//!   fork or the primary thread's `parallel_end`; after the last region the collector
+//!   thread is out ([`finish_join`]): that late end, the next region's implicit task, or
+//!   the primary thread's `parallel_end`; after the last region the collector
 //!   closes a worker's join at the end of its events, and task switches publish its
 //!   accesses. Until
 //!   2026-11-29 the whole episode was recorded at the join's begin, which put such tasks
@@ -286,7 +286,7 @@ unsafe extern "C" fn on_parallel_begin(
         return;
     }
     let Some(st) = thread::current() else { return };
-    finish_join(st);
+    // (No `finish_join` here: a task run in a join barrier may fork a region of its own.)
     // The region's code may write the encountering function's locals (shared variables).
     stack::record(st);
     st.forking = true;
