@@ -3,11 +3,12 @@
 //! Each thread has a logical clock in the header's time unit. Events are released in
 //! ascending (clock, thread id) order, and sync events align clocks:
 //!
-//! * a barrier's participants all leave at the maximum of their enter times: a thread's enter
-//!   is its arrival, and its leave waits until every participant has arrived (events between
-//!   the two — explicit tasks an OpenMP runtime runs in a barrier — happen at the thread's
-//!   own clock, beside the others' work before the barrier; until 2026-11-29 a thread waited
-//!   at its enter, which put them after the barrier);
+//! * a barrier's participants all leave together, when the last one is done with it: at the
+//!   latest time one reached its leave. Events between a thread's enter and leave (explicit
+//!   tasks an OpenMP runtime runs in the barrier) happen at the thread's own clock, beside
+//!   the others' work before the barrier, and nobody leaves before they are done (an OpenMP
+//!   barrier completes its tasks). Without such events this is the latest enter time. Until
+//!   2026-11-29 a thread waited at its enter, which put such tasks after the barrier;
 //! * acquisition #k of a lock waits for the release after acquisition #k−1 and happens no
 //!   earlier than it (acquisitions keep their recorded order);
 //! * a created thread starts no earlier than its creator's `ThreadCreate`;
@@ -21,8 +22,8 @@
 //! ends with the event it waits with: the program ended while they waited (another thread
 //! called `exit`, a signal ended it), so no partner's event ever came. There the waits are
 //! released, at the latest clock of any thread, so that every recovered event is still ordered.
-//! (A thread whose stream ends at a barrier's enter waits for nothing: it arrived, and
-//! the others leave once every participant has.)
+//! (A thread whose stream ends inside a barrier waits for nothing: it is done with it when
+//! its stream ends, and the others leave once every participant is done.)
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -73,11 +74,14 @@ struct BarrierState {
     participants: u32,
     /// Threads that entered the current episode.
     arrived: Vec<usize>,
-    latest_enter: u64,
+    /// Participants of the current episode that reached their leave (or ended inside it),
+    /// and the latest time one did.
+    done: u32,
+    latest_done: u64,
     /// Episodes completed so far: the current one's number.
     generation: u64,
-    /// The latest enter of the last completed episode. A thread can be at most one episode
-    /// behind: the next one cannot complete without it.
+    /// When the last completed episode was left. A thread can be at most one episode behind:
+    /// the next one cannot complete without it.
     completed_at: u64,
     /// Threads parked at their leave of the current episode.
     leaving: Vec<usize>,
@@ -89,8 +93,16 @@ impl BarrierState {
         self.completed_at = at;
         self.generation += 1;
         self.arrived.clear();
-        self.latest_enter = 0;
+        (self.done, self.latest_done) = (0, 0);
         std::mem::take(&mut self.leaving)
+    }
+
+    /// One more participant is done with the current episode at `time`; returns the time
+    /// the episode is left if that completes it.
+    fn one_done(&mut self, time: u64) -> Option<u64> {
+        self.done += 1;
+        self.latest_done = self.latest_done.max(time);
+        (self.done >= self.participants).then_some(self.latest_done)
     }
 }
 
@@ -221,7 +233,7 @@ impl MergedEvents {
                 if let Some(st) = self.barriers.get_mut(&b) {
                     // The episode is over for the ones that arrived (those still between
                     // their enter and leave pass their leave too).
-                    let at = st.latest_enter.max(now);
+                    let at = st.latest_done.max(now);
                     for j in st.complete(at) {
                         self.wake(j, at);
                     }
@@ -325,6 +337,20 @@ impl MergedEvents {
     fn step(&mut self, i: usize) -> Result<Option<TimedEvent>> {
         let Some(event) = self.threads[i].cursor.next_event()? else {
             self.threads[i].wait = Wait::Done;
+            // A thread whose stream ends inside a barrier (the program ended while it waited
+            // there) is done with it.
+            if let Some((b, generation)) = self.threads[i].episode.take() {
+                let at = self.threads[i].clock;
+                if let Some(st) = self.barriers.get_mut(&b) {
+                    if st.generation == generation {
+                        if let Some(left) = st.one_done(at) {
+                            for j in st.complete(left) {
+                                self.wake(j, left);
+                            }
+                        }
+                    }
+                }
+            }
             self.thread_exited(i);
             return Ok(None);
         };
@@ -420,31 +446,34 @@ impl MergedEvents {
                     ));
                 }
                 st.arrived.push(i);
-                st.latest_enter = st.latest_enter.max(time);
                 self.threads[i].episode = Some((barrier, st.generation));
-                if st.arrived.len() as u32 == st.participants {
-                    let at = st.latest_enter;
-                    for j in st.complete(at) {
-                        self.wake(j, at);
-                    }
-                }
             }
             Event::BarrierLeave { barrier } => {
-                // The leave of the episode the thread entered waits for every participant's
-                // enter (a leave without an enter, or of another barrier, is taken as is).
+                // The leave of the episode the thread entered waits until every participant
+                // is done with it (a leave without an enter, or of another barrier, is taken
+                // as is).
                 if let Some((entered, generation)) = self.threads[i].episode {
                     if entered == barrier {
                         let st = self.barriers.entry(barrier).or_default();
                         if st.generation == generation {
-                            st.leaving.push(i);
-                            self.park(i, Wait::Barrier(barrier));
-                            return Ok(None);
-                        }
-                        // Completed while the thread was still inside (running tasks):
-                        // it leaves at the latest enter, taking its turn there.
-                        let at = st.completed_at;
-                        if time < at {
-                            self.threads[i].clock = at;
+                            match st.one_done(time) {
+                                // The last one: everybody leaves now (this thread's time is
+                                // the latest, the others were done earlier in the order).
+                                Some(at) => {
+                                    for j in st.complete(at) {
+                                        self.wake(j, at);
+                                    }
+                                }
+                                None => {
+                                    st.leaving.push(i);
+                                    self.park(i, Wait::Barrier(barrier));
+                                    return Ok(None);
+                                }
+                            }
+                        } else if time < st.completed_at {
+                            // Released (an incomplete trace) while the thread was still
+                            // inside: it leaves at the release, taking its turn there.
+                            self.threads[i].clock = st.completed_at;
                             self.threads[i].cursor.unread();
                             return Ok(None);
                         }

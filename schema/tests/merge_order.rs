@@ -90,8 +90,8 @@ fn barrier_leaves_at_latest_enter() {
 fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
     // Thread 0 arrives at 2 and runs tasks in the barrier (an OpenMP runtime does) while
     // thread 1 still works up to 10: those accesses are at thread 0's own times, beside thread
-    // 1's; both leave at 10. (Until 2026-11-29 thread 0 waited at its enter, so its tasks ran
-    // at 10, after thread 1's work.)
+    // 1's; both leave at 10, when both are done. (Until 2026-11-29 thread 0 waited at its
+    // enter, so its tasks ran at 10, after thread 1's work.)
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[
@@ -132,10 +132,12 @@ fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
         .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
         .map(|e| (e.time, e.thread))
         .collect();
-    assert_eq!(leaves, vec![(10, 0), (10, 1)]);
+    // (Thread 1, done last, leaves first; thread 0 wakes at that very time.)
+    assert_eq!(leaves, vec![(10, 1), (10, 0)]);
     assert!(single.0.windows(2).all(|w| w[0].time <= w[1].time));
     assert_windows_equal_merge(&f, &single, "tasks in a barrier");
-    // A thread still inside when the last one arrives leaves at its own time.
+    // A thread still busy inside when the last one arrives keeps the others waiting: an
+    // OpenMP barrier is left when its tasks are done.
     let (_d, f) = trace(
         TimeUnit::Instructions,
         &[
@@ -150,7 +152,13 @@ fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
         .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
         .map(|e| (e.time, e.thread))
         .collect();
-    assert_eq!(leaves, vec![(10, 1), (22, 0)]);
+    assert_eq!(leaves, vec![(22, 0), (22, 1)]);
+    let after = single
+        .0
+        .iter()
+        .find(|e| matches!(e.event, Event::Access(a) if a.addr == 0x88))
+        .map(|e| e.time);
+    assert_eq!(after, Some(22));
     assert_windows_equal_merge(&f, &single, "a thread inside past the last enter");
 }
 

@@ -1273,7 +1273,9 @@ fn estimate_buffered(
                             }
                         }
                         Some(Ok(Event::LockRelease { lock })) => clocks.release(i, lock),
-                        Some(Ok(Event::BarrierEnter { .. })) => clocks.entered[i] = clocks.now[i],
+                        // The segment ends at the leave, which the thread's tasks in the
+                        // barrier (if any) come before.
+                        Some(Ok(Event::BarrierEnter { .. })) => {}
                         Some(Ok(Event::BarrierLeave { barrier })) => {
                             left[i] = Some(barrier);
                             any = true;
@@ -1327,7 +1329,7 @@ fn estimate_buffered(
                 }
             }
             // The other threads' segments are read: the barriers they ended at are left at the
-            // latest time one of their threads entered; the free threads' turn.
+            // latest time one of their threads reached its leave; the free threads' turn.
             if !pass_ran && !free_phase {
                 free_phase = true;
                 pass_ran = true;
@@ -1487,15 +1489,13 @@ struct Snapshot {
 
 /// Each thread's clock as the trace's time model has it (ARCHITECTURE.md, "Time model"): its
 /// own advances, a start no earlier than its creation, barriers left at the latest time a
-/// participant entered, a join no earlier than the joined thread's end when that end was read
+/// participant reached its leave (its enter, unless it ran tasks in the barrier), a join no earlier than the joined thread's end when that end was read
 /// before the join, and a lock's acquisition #k no earlier than the release after #k−1 when
 /// that release was read (a free thread cut at a barrier's time waits for it).
 #[derive(Debug, Clone)]
 struct Clocks {
     /// Per stream: the time of its next event.
     now: Vec<u64>,
-    /// Per stream: the time it last entered a barrier.
-    entered: Vec<u64>,
     /// The time each created thread was created.
     created: BTreeMap<ThreadId, u64>,
     /// The time each ended thread ended.
@@ -1514,7 +1514,6 @@ impl Clocks {
     fn new(streams: usize) -> Self {
         Clocks {
             now: vec![0; streams],
-            entered: vec![0; streams],
             created: BTreeMap::new(),
             ended: BTreeMap::new(),
             holding: BTreeMap::new(),
@@ -1581,14 +1580,15 @@ impl Clocks {
         }
     }
 
-    /// The streams of `left` left these barriers: each barrier at the latest time one of them
-    /// entered it. Returns the latest of these times (`None` if no stream left a barrier).
+    /// The streams of `left` left these barriers (each is at its leave): each barrier at the
+    /// latest time one of them reached its leave. Returns the latest of these times (`None`
+    /// if no stream left a barrier).
     fn leave(&mut self, left: &[Option<u64>]) -> Option<u64> {
         let mut at: BTreeMap<u64, u64> = BTreeMap::new();
         for (i, b) in left.iter().enumerate() {
             if let Some(b) = b {
                 let t = at.entry(*b).or_default();
-                *t = (*t).max(self.entered[i]);
+                *t = (*t).max(self.now[i]);
             }
         }
         for (i, b) in left.iter().enumerate() {
