@@ -238,7 +238,7 @@ fn k_openmp_barriers_give_k_barrier_events_per_thread() {
                 threads,
                 "{compiler}: threads in the trace"
             );
-            for (tid, evs) in &all {
+            for (i, (tid, evs)) in all.iter().enumerate() {
                 // K explicit barriers, plus the region's fork and join, which the tracer
                 // records as barriers of the team.
                 assert_eq!(
@@ -246,8 +246,17 @@ fn k_openmp_barriers_give_k_barrier_events_per_thread() {
                     k + 2,
                     "{compiler}, {threads} threads: barrier enters of thread {tid}"
                 );
-                assert_eq!(count(evs, EventKind::BarrierLeave), k + 2);
+                // libomp reports a worker's leave of the join only when it wakes it for a
+                // next region: after the last one, the worker's join stays open (it arrived
+                // and ended). The primary thread (the first) leaves it.
+                let open = usize::from(compiler != "gcc" && i > 0);
+                assert_eq!(
+                    count(evs, EventKind::BarrierLeave),
+                    k + 2 - open,
+                    "{compiler}, {threads} threads: barrier leaves of thread {tid}"
+                );
                 assert_eq!(count(evs, EventKind::RegionBegin), 1);
+                assert_eq!(count(evs, EventKind::RegionEnd), 1 - open);
             }
             // Replay aligns the threads at every barrier without deadlock.
             run_ok(
@@ -3061,6 +3070,27 @@ fn tasks_run_in_a_barrier_count_with_the_region_that_runs_them() {
                 found[0]["simulated_false"].as_u64().unwrap() > 100_000,
                 "{what}"
             );
+
+            // The task run in the single's barrier records its critical sections and heap
+            // calls as the other one does (until 2026-11-29 a thread in a barrier recorded
+            // none: they were taken for the runtime's).
+            let trace = dir.path().join(format!("{name}-locked.cstrace"));
+            assert_eq!(record(&trace, &prog, &["locked"], 2), "99 99\n", "{name}");
+            let all = events(&trace);
+            let per_thread: Vec<(usize, usize)> = all
+                .iter()
+                .map(|(_, evs)| {
+                    let allocs = evs
+                        .iter()
+                        .filter(|e| matches!(e, Event::Alloc { size: 48, .. }))
+                        .count();
+                    (count(evs, EventKind::LockAcquire), allocs)
+                })
+                .collect();
+            assert_eq!(per_thread.len(), 2, "{name}");
+            for (locks, allocs) in &per_thread {
+                assert!(*locks >= 100 && *allocs >= 100, "{name}: {per_thread:?}");
+            }
 
             let trace = dir.path().join(format!("{name}-join.cstrace"));
             assert_eq!(

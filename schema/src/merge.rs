@@ -65,9 +65,15 @@ struct ThreadState {
     cursor: ThreadCursor,
     clock: u64,
     wait: Wait,
-    /// The barrier episode the thread entered and has not left: (barrier, generation).
-    episode: Option<(u64, u64)>,
+    /// The barrier episodes the thread entered and has not left, innermost last: (barrier,
+    /// generation). A task run in a barrier may enter a barrier of its own (a nested team's).
+    episodes: Vec<(u64, u64)>,
 }
+
+/// Barrier episodes one thread may be inside at once (a task run in a barrier may enter a
+/// nested team's barriers); beyond, the trace is refused as inconsistent (memory must not
+/// grow with a hostile trace's enters).
+const MAX_OPEN_BARRIERS: usize = 64;
 
 #[derive(Default)]
 struct BarrierState {
@@ -152,7 +158,7 @@ impl MergedEvents {
                     cursor,
                     clock: 0,
                     wait: Wait::Runnable,
-                    episode: None,
+                    episodes: Vec::new(),
                 }
             })
             .collect();
@@ -221,7 +227,8 @@ impl MergedEvents {
             .peekable();
         // Every wait puts its event back. A barrier's is the leave: the thread did get through
         // the barrier in the recording, so its partners' enters must be somewhere (a thread
-        // whose stream ends at its enter does not wait: it arrived and ended).
+        // whose stream ends inside a barrier does not wait: it is done with it; recorders
+        // write no leave for a thread still in a barrier when the program ends).
         waiting.peek().is_some()
             && waiting.all(|t| !matches!(t.wait, Wait::Barrier(_)) && t.cursor.at_most_left(1))
     }
@@ -339,8 +346,8 @@ impl MergedEvents {
             self.threads[i].wait = Wait::Done;
             // A thread whose stream ends inside a barrier (the program ended while it waited
             // there) is done with it.
-            if let Some((b, generation)) = self.threads[i].episode.take() {
-                let at = self.threads[i].clock;
+            let at = self.threads[i].clock;
+            for (b, generation) in std::mem::take(&mut self.threads[i].episodes) {
                 if let Some(st) = self.barriers.get_mut(&b) {
                     if st.generation == generation {
                         if let Some(left) = st.one_done(at) {
@@ -445,40 +452,56 @@ impl MergedEvents {
                         ),
                     ));
                 }
+                let episode = (barrier, st.generation);
+                let open = &self.threads[i].episodes;
+                if open.contains(&episode) {
+                    return Err(self.fail(
+                        i,
+                        ErrorKind::Inconsistent,
+                        format!(
+                            "thread {tid} enters barrier {barrier:#x} again without leaving it"
+                        ),
+                    ));
+                }
+                if open.len() >= MAX_OPEN_BARRIERS {
+                    return Err(self.fail(
+                        i,
+                        ErrorKind::Inconsistent,
+                        format!(
+                            "thread {tid} is inside more than {MAX_OPEN_BARRIERS} barriers at once"
+                        ),
+                    ));
+                }
                 st.arrived.push(i);
-                self.threads[i].episode = Some((barrier, st.generation));
+                self.threads[i].episodes.push(episode);
             }
             Event::BarrierLeave { barrier } => {
-                // The leave of the episode the thread entered waits until every participant
-                // is done with it (a leave without an enter, or of another barrier, is taken
-                // as is).
-                if let Some((entered, generation)) = self.threads[i].episode {
-                    if entered == barrier {
-                        let st = self.barriers.entry(barrier).or_default();
-                        if st.generation == generation {
-                            match st.one_done(time) {
-                                // The last one: everybody leaves now (this thread's time is
-                                // the latest, the others were done earlier in the order).
-                                Some(at) => {
-                                    for j in st.complete(at) {
-                                        self.wake(j, at);
-                                    }
-                                }
-                                None => {
-                                    st.leaving.push(i);
-                                    self.park(i, Wait::Barrier(barrier));
-                                    return Ok(None);
+                // The leave of the innermost episode of this barrier the thread entered waits
+                // until every participant is done with it (a leave without an enter is taken
+                // as is). An episode completed before the thread's leave was released (an
+                // incomplete trace, while the thread was still inside): it leaves at its own
+                // time.
+                let open = &self.threads[i].episodes;
+                if let Some(k) = open.iter().rposition(|&(b, _)| b == barrier) {
+                    let generation = open[k].1;
+                    let st = self.barriers.entry(barrier).or_default();
+                    if st.generation == generation {
+                        match st.one_done(time) {
+                            // The last one: everybody leaves now (this thread's time is the
+                            // latest, the others were done earlier in the order).
+                            Some(at) => {
+                                for j in st.complete(at) {
+                                    self.wake(j, at);
                                 }
                             }
-                        } else if time < st.completed_at {
-                            // Released (an incomplete trace) while the thread was still
-                            // inside: it leaves at the release, taking its turn there.
-                            self.threads[i].clock = st.completed_at;
-                            self.threads[i].cursor.unread();
-                            return Ok(None);
+                            None => {
+                                st.leaving.push(i);
+                                self.park(i, Wait::Barrier(barrier));
+                                return Ok(None);
+                            }
                         }
-                        self.threads[i].episode = None;
                     }
+                    self.threads[i].episodes.remove(k);
                 }
             }
             Event::RegionBegin { .. }

@@ -163,6 +163,48 @@ fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
 }
 
 #[test]
+fn a_barrier_entered_inside_another_is_left_before_it_and_neither_is_entered_twice() {
+    const C: u64 = 0xc0;
+    let (inner_enter, inner_leave) = (
+        Event::BarrierEnter {
+            barrier: C,
+            participants: 1,
+        },
+        Event::BarrierLeave { barrier: C },
+    );
+    // Thread 0 runs a task in barrier B that forks a team of one (barrier C): B's leave still
+    // waits for thread 1, which arrives at 100.
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![
+                ENTER2,
+                inner_enter,
+                inner_leave,
+                LEAVE,
+                Event::store(0x40, 8),
+            ],
+            vec![adv(100), Event::store(0x80, 8), ENTER2, LEAVE],
+        ],
+    );
+    let single = one_by_one(&f);
+    assert_eq!(single.1, None);
+    let after = single
+        .0
+        .iter()
+        .find(|e| matches!(e.event, Event::Access(a) if a.addr == 0x40))
+        .map(|e| e.time);
+    assert_eq!(after, Some(100));
+    assert_windows_equal_merge(&f, &single, "a barrier inside a barrier");
+    // A thread entering the episode it is in again is inconsistent (a hostile trace could
+    // otherwise grow the barrier's state without bound).
+    let (_d, f) = trace(TimeUnit::Instructions, &[vec![ENTER2, ENTER2, LEAVE]]);
+    let err = f.merged().unwrap().find_map(Result::err).unwrap();
+    assert_eq!(err.kind, ErrorKind::Inconsistent, "{err}");
+    assert!(err.message.contains("again without leaving"), "{err}");
+}
+
+#[test]
 fn events_time_unit_orders_by_access_count() {
     // Thread 1 issues 3 accesses before thread 0's 2nd one would be due at time 1.
     let (_d, f) = trace(

@@ -1,5 +1,9 @@
 /* Explicit OpenMP tasks run by a thread waiting in a barrier (tests/record_programs.rs).
  *
+ *   omp_tasks locked: as `siblings`, each task allocating and freeing a 48-byte block and
+ *     entering a critical section 100 times: the task run in the barrier takes the program's
+ *     lock and heap calls, which are recorded as the other task's are.
+ *
  *   omp_tasks siblings: a `single` spawns two tasks and waits for them (taskwait); each
  *     task waits until the other has started, so the creator runs one in its taskwait while
  *     the other thread, waiting at the single's barrier, runs the other: the two write
@@ -11,6 +15,7 @@
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Alignas(64) long cnt[2];
@@ -30,9 +35,32 @@ static void bump(int k, long n, int wait_for) {
         (*c)++; /* TASK_WRITE */
 }
 
+static void locked(int k) {
+    atomic_fetch_add(&started.n, 1);
+    while (atomic_load(&started.n) < 2)
+        ;
+    for (int i = 0; i < 100; i++) {
+        volatile long *p = malloc(48);
+        *p = i;
+#pragma omp critical
+        cnt[k] += *p > 0;
+        free((void *)p);
+    }
+}
+
 int main(int argc, char **argv) {
     int join = argc > 1 && strcmp(argv[1], "join") == 0;
-    if (!join) {
+    if (argc > 1 && strcmp(argv[1], "locked") == 0) {
+#pragma omp parallel num_threads(2)
+#pragma omp single
+        {
+#pragma omp task
+            locked(0);
+#pragma omp task
+            locked(1);
+#pragma omp taskwait
+        }
+    } else if (!join) {
 #pragma omp parallel num_threads(2)
 #pragma omp single
         {

@@ -195,7 +195,9 @@ pub(crate) fn frame_pointer_rule(code: &[u8], start: u64) -> Option<FrameRule> {
             Mnemonic::Add if writes_rsp && imm => {
                 rule.after = rule.after.checked_add(i.immediate(1) as i64)?
             }
-            Mnemonic::And if writes_rsp && imm => {
+            // One realignment: a second one would need the offset folded in under the first
+            // mask (not a prologue seen in practice).
+            Mnemonic::And if writes_rsp && imm && rule.mask == u64::MAX => {
                 rule.before = rule.before.checked_add(rule.after)?;
                 rule.after = 0;
                 rule.mask &= i.immediate(1);
@@ -284,6 +286,12 @@ mod tests {
         // Entry %rsp 0x…618, aligned down to 0x…600, two pushes: 0x…5f0 (a debugger's
         // value in a recorded run), not the CFA minus 16 (0x…610).
         assert_eq!(rule.frame_pointer(0x7ff0_0620), 0x7ff0_05f0);
+        // Two realignments (and $-16; push %rbp; and $-64; push %rbp; mov %rsp,%rbp): not
+        // followed, the CFA minus 16 is kept.
+        let twice = [
+            0x48, 0x83, 0xe4, 0xf0, 0x55, 0x48, 0x83, 0xe4, 0xc0, 0x55, 0x48, 0x89, 0xe5,
+        ];
+        assert_eq!(frame_pointer_rule(&twice, 0x1000), None);
         // No frame pointer: a call before any `mov %rsp,%rbp`, or none at all.
         assert_eq!(
             frame_pointer_rule(&[&[0x55][..], &CALL].concat(), 0x1000),

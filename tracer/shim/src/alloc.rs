@@ -34,7 +34,7 @@ fn record_alloc(p: *mut c_void, size: usize, ret: u64, align: Option<Alignment>)
     let Some(st) = thread::current() else {
         return;
     };
-    if p.is_null() || st.in_barrier {
+    if p.is_null() || st.waiting() {
         return;
     }
     st.push(Event::Alloc {
@@ -75,7 +75,7 @@ fn record_free(p: *mut c_void) {
         // (LLVM libomp frees memory of a waiting thread it suspends or shuts down when another
         // thread calls exit), as its mutexes are (`pthread.rs`): recorded, they would follow
         // a wait that never ends, and replay would call the trace deadlocked.
-        if !st.in_barrier {
+        if !st.waiting() {
             st.push(Event::Free { addr: p as u64 });
         }
     }

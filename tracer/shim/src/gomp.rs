@@ -124,7 +124,7 @@ extern "C" fn run_region(p: *mut c_void) {
     // region is wrapped only when its forking thread records, and then every member of the
     // team comes here, so the barrier is complete).
     // SAFETY: libgomp is loaded (it called us).
-    barrier(team.barrier, size, || unsafe { real_barrier()() });
+    gomp_barrier(team.barrier, size, || unsafe { real_barrier()() });
     if let Some(st) = thread::current() {
         st.push(Event::RegionEnd { region });
         st.quiet(|st| st.teams.pop());
@@ -154,9 +154,22 @@ fn fork(f: OutlinedFn, data: *mut c_void, fork: impl FnOnce(OutlinedFn, *mut c_v
 fn team_barrier<R>(wait: impl FnOnce() -> R) -> R {
     let team = thread::current().and_then(|st| st.teams.last().copied());
     match team {
-        Some(t) => barrier(t.barrier, t.size, wait),
+        Some(t) => gomp_barrier(t.barrier, t.size, wait),
         None => wait(),
     }
+}
+
+/// A barrier episode of libgomp around `wait`. Unlike other barriers, the thread is not
+/// marked as waiting ([`thread::ThreadState::in_barrier`]): libgomp waits on futexes and
+/// takes no mutex of the program's, and what runs in its barriers is explicit tasks, whose
+/// locks and heap calls are the program's.
+fn gomp_barrier<R>(obj: u64, participants: u32, wait: impl FnOnce() -> R) -> R {
+    barrier(obj, participants, || {
+        if let Some(st) = thread::current() {
+            st.in_barrier = false;
+        }
+        wait()
+    })
 }
 
 /// Interposed `GOMP_parallel`.

@@ -15,9 +15,9 @@
 //!   and implicit task only when the worker is woken for the next region (and the last
 //!   region's never), so the leave and `RegionEnd` are recorded at the first sign that the
 //!   thread is out ([`finish_join`]): that late end, the next region's implicit task, or
-//!   the primary thread's `parallel_end`; after the last region the collector
-//!   closes a worker's join at the end of its events, and task switches publish its
-//!   accesses. Until
+//!   the primary thread's `parallel_end`; after the last region a worker's join stays open
+//!   in the trace (it arrived and ended: replay and the audit take it so), and task
+//!   switches publish its accesses. Until
 //!   2026-11-29 the whole episode was recorded at the join's begin, which put such tasks
 //!   after the region. Serialized regions (a team of one) have no join barrier: their
 //!   implicit task's end records it instead;
@@ -88,6 +88,7 @@ pub struct StartToolResult {
 // ompt_callbacks_t
 const CB_PARALLEL_BEGIN: c_int = 3;
 const CB_PARALLEL_END: c_int = 4;
+const CB_TASK_CREATE: c_int = 5;
 const CB_TASK_SCHEDULE: c_int = 6;
 const CB_IMPLICIT_TASK: c_int = 7;
 const CB_MUTEX_RELEASED: c_int = 17;
@@ -117,6 +118,7 @@ const MUTEX_ORDERED: c_int = 7;
 
 // ompt_task_flag_t / ompt_parallel_flag_t
 const TASK_INITIAL: c_int = 0x1;
+const TASK_EXPLICIT: c_int = 0x4;
 const PARALLEL_LEAGUE: c_int = 0x4000_0000;
 
 // ---- Decisions (pure, unit-tested). ----
@@ -239,9 +241,10 @@ unsafe extern "C" fn initialize(
     // SAFETY: the runtime's `ompt_set_callback` has the C signature `SetCallbackFn`
     // (function and data pointers have the same representation on supported targets).
     let set: SetCallbackFn = unsafe { std::mem::transmute::<*const c_void, SetCallbackFn>(f) };
-    let callbacks: [(c_int, *const c_void); 7] = [
+    let callbacks: [(c_int, *const c_void); 8] = [
         (CB_PARALLEL_BEGIN, on_parallel_begin as *const c_void),
         (CB_PARALLEL_END, on_parallel_end as *const c_void),
+        (CB_TASK_CREATE, on_task_create as *const c_void),
         (CB_TASK_SCHEDULE, on_task_schedule as *const c_void),
         (CB_IMPLICIT_TASK, on_implicit_task as *const c_void),
         (CB_SYNC_REGION, on_sync_region as *const c_void),
@@ -305,17 +308,26 @@ unsafe extern "C" fn on_parallel_end(
     _flags: c_int,
     _codeptr_ra: *const c_void,
 ) {
-    // Should no implicit task have begun on this thread, the fork ends here at the latest;
-    // and the primary thread has left the join barrier.
+    // Should no implicit task have begun on this thread, the fork ends here at the latest.
     if let Some(st) = thread::current() {
         st.forking = false;
-        finish_join(st);
     }
     // SAFETY: as in `on_parallel_begin`.
     let Some(pd) = (unsafe { parallel_data.as_mut() }) else {
         return;
     };
     let p = std::mem::replace(&mut pd.value, 0) as *mut Parallel;
+    // SAFETY: as in `on_implicit_task`: 0 or this region's `Parallel`, freed only below.
+    if let (Some(par), Some(st)) = (unsafe { p.as_ref() }, thread::current()) {
+        // The primary thread has left this region's join barrier, should its end not have
+        // been reported (only this region's: a task run in an outer join may have forked it).
+        if st
+            .open_join()
+            .is_some_and(|(b, _)| b == TEAM_BASE | par.team)
+        {
+            finish_join(st);
+        }
+    }
     if !p.is_null() {
         // SAFETY: `p` was boxed by `on_parallel_begin` for this region and is freed only here.
         thread::quietly(|| drop(unsafe { Box::from_raw(p) }));
@@ -350,9 +362,12 @@ unsafe extern "C" fn on_implicit_task(
             // SAFETY: the value is 0 or the `Parallel` boxed by `on_parallel_begin`, alive until
             // `parallel_end`, which the primary thread reaches only after this member joined.
             let par = unsafe { p.as_ref() };
-            // A worker learns that it left the previous region's join barrier only now.
+            // A worker learns that it left the previous region's join barrier only now. (Not
+            // a thread forking a region of its own: a task it runs in a join may fork one.)
             if let Some(st) = thread::current() {
-                finish_join(st);
+                if !st.forking {
+                    finish_join(st);
+                }
             }
             let (Some(par), Some(st)) = (par, thread::current()) else {
                 return;
@@ -381,11 +396,13 @@ unsafe extern "C" fn on_implicit_task(
         SCOPE_END => {
             let s = TaskState(td.value);
             if s.live() {
-                // A serialized region: no join barrier, nothing runs in it.
+                // A serialized region: no join barrier, nothing runs in it. (A region with
+                // one was left at its join's end, or will be: a worker's implicit task ends
+                // late, after a task in the join may have forked a region of its own.)
                 enter_join(s);
-            }
-            if let Some(st) = thread::current() {
-                finish_join(st);
+                if let Some(st) = thread::current() {
+                    finish_join(st);
+                }
             }
             td.value = 0;
         }
@@ -399,7 +416,6 @@ unsafe extern "C" fn on_implicit_task(
 /// and run beside the other members' work, as they do in the program.
 fn enter_join(s: TaskState) {
     let Some(st) = thread::current() else { return };
-    finish_join(st);
     let Some(team) = st.teams.last().copied() else {
         return;
     };
@@ -407,14 +423,13 @@ fn enter_join(s: TaskState) {
         barrier: team.barrier,
         participants: team.size,
     });
-    st.open_join(team.barrier, s.region());
+    st.enter_join(team.barrier, s.region());
 }
 
 /// Leaves the join barrier the thread entered (if it did): the barrier's leave, the
 /// region's end, and the team off the team stack. libomp reports a worker's leave only when
-/// it wakes it for the next region (and never after the last region, whose join the
-/// collector closes at the program's end, `thread::collect_all`); the primary thread's when
-/// it leaves.
+/// it wakes it for the next region (and never after the last region, whose join then stays
+/// open); the primary thread's when it leaves.
 fn finish_join(st: &mut thread::ThreadState) {
     let Some((barrier, region)) = st.close_join() else {
         return;
@@ -424,15 +439,43 @@ fn finish_join(st: &mut thread::ThreadState) {
     st.quiet(|st| st.teams.pop());
 }
 
-/// `ompt_callback_task_schedule`: a task switch. A thread that ran a task in a join barrier
+/// The `ompt_data_t` value of an explicit task (implicit tasks hold a [`TaskState`], never
+/// this value).
+const EXPLICIT_TASK: u64 = 1;
+
+/// `ompt_callback_task_create`: marks explicit tasks, for [`on_task_schedule`].
+unsafe extern "C" fn on_task_create(
+    _encountering_task_data: *mut OmptData,
+    _encountering_task_frame: *const c_void,
+    new_task_data: *mut OmptData,
+    flags: c_int,
+    _has_dependences: c_int,
+    _codeptr_ra: *const c_void,
+) {
+    // SAFETY: a non-null `new_task_data` is the new task's data, ours to set.
+    if let Some(td) = unsafe { new_task_data.as_mut() } {
+        td.value = if flags & TASK_EXPLICIT != 0 {
+            EXPLICIT_TASK
+        } else {
+            0
+        };
+    }
+}
+
+/// `ompt_callback_task_schedule`: a task switch. The thread runs an explicit task from now
+/// on, or not: in a barrier, an explicit task's mutexes and heap calls are the program's
+/// ([`thread::ThreadState::in_task`]). And a thread that ran a task in a join barrier
 /// records nothing until it is woken for the next region, if ever: its accesses are
 /// published here, or a program's end would lose them.
 unsafe extern "C" fn on_task_schedule(
     _prior_task_data: *mut OmptData,
     _prior_task_status: c_int,
-    _next_task_data: *mut OmptData,
+    next_task_data: *mut OmptData,
 ) {
     if let Some(st) = thread::current() {
+        // SAFETY: a non-null `next_task_data` is the next task's data, read only.
+        let next = unsafe { next_task_data.as_ref() }.map_or(0, |d| d.value);
+        st.in_task = next == EXPLICIT_TASK;
         st.publish();
     }
 }

@@ -45,7 +45,7 @@ static BARRIERS: Mutex<Option<HashMap<u64, u32>>> = Mutex::new(None);
 /// Records that the calling thread acquired `lock` (call while holding it).
 pub(crate) fn acquired(lock_obj: u64) {
     if let Some(st) = thread::current() {
-        if st.in_barrier {
+        if st.waiting() {
             // The runtime's own lock while the thread waits in a barrier: a trace whose
             // program ended during the wait would otherwise end the thread's stream with
             // lock events instead of its wait, and replay would call it a deadlock.

@@ -27,7 +27,7 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use cachescope_schema::{Access, AccessKind, CodePos, Event, ThreadId};
@@ -175,17 +175,21 @@ pub(crate) struct ThreadState {
     /// and mutexes it takes meanwhile are the runtime's (LLVM libomp suspends a waiting
     /// thread on its own mutex and condition variable), not the program's synchronization.
     pub in_barrier: bool,
-    /// Mutexes taken while [`ThreadState::in_barrier`] and not recorded: their releases are
+    /// Set while the thread runs an explicit OpenMP task (`ompt.rs`): in a barrier too, its
+    /// mutexes and heap calls are then the program's (see [`ThreadState::waiting`]).
+    pub in_task: bool,
+    /// Mutexes taken while [`ThreadState::waiting`] and not recorded: their releases are
     /// not recorded either.
     pub unrecorded_locks: Vec<u64>,
     /// OpenMP nest locks this thread holds, with its nesting depth of each (`gomp.rs`).
     pub nest_locks: Vec<(u64, u32)>,
-    /// The region (id, never 0) whose join barrier this thread entered and has not been seen
-    /// to leave (`ompt.rs`; 0: none), and that barrier's object: explicit tasks the thread
-    /// runs there are recorded inside the episode. Atomic: the collector closes a join still
-    /// open when the program ends ([`collect_all`]).
-    pending_join: AtomicU64,
-    pending_barrier: AtomicU64,
+    /// The join barriers (object, region id) this thread entered and has not been seen to
+    /// leave, innermost last (`ompt.rs`): explicit tasks the thread runs there are recorded
+    /// inside the episode (and one of them may fork a region, whose join nests). One still
+    /// open when the thread or the program ends stays open in the trace (the thread arrived
+    /// and ended): a leave written then could claim a barrier the team's other members never
+    /// reached (`exit` inside a parallel region).
+    pending_joins: Vec<(u64, u64)>,
     /// The alternate signal stack the shim gave this thread (`alt_stack.rs`).
     alt_stack: Option<crate::alt_stack::AltStack>,
 }
@@ -343,10 +347,10 @@ fn create() -> Option<&'static mut ThreadState> {
         forking: false,
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
         in_barrier: false,
+        in_task: false,
         unrecorded_locks: Vec::with_capacity(4),
         nest_locks: Vec::new(),
-        pending_join: AtomicU64::new(0),
-        pending_barrier: AtomicU64::new(0),
+        pending_joins: Vec::with_capacity(4),
         alt_stack: crate::alt_stack::install(),
     });
     let raw = Box::into_raw(st);
@@ -391,34 +395,27 @@ impl ThreadState {
         self.check_room();
     }
 
+    /// Whether the thread waits in a barrier and runs none of the program's tasks there: its
+    /// mutexes and heap calls are then the runtime's.
+    pub fn waiting(&self) -> bool {
+        self.in_barrier && !self.in_task
+    }
+
     /// Notes that the thread entered the join barrier `barrier` of region `region` (after
     /// recording the enter), to be left by [`ThreadState::close_join`].
-    pub fn open_join(&mut self, barrier: u64, region: u64) {
-        // The barrier first: a collector that sees the region sees it (see `collect_all`).
-        self.pending_barrier.store(barrier, Ordering::Release);
-        self.pending_join.store(region.max(1), Ordering::Release);
+    pub fn enter_join(&mut self, barrier: u64, region: u64) {
+        self.quiet(|st| st.pending_joins.push((barrier, region)));
     }
 
-    /// The join barrier and region the thread entered and has not left, if any; it is left
-    /// now (record the leave after this: see `collect_all`).
+    /// The innermost join barrier and region the thread entered and has not left, if any.
+    pub fn open_join(&self) -> Option<(u64, u64)> {
+        self.pending_joins.last().copied()
+    }
+
+    /// The innermost join barrier and region the thread entered and has not left, if any; it
+    /// is left now.
     pub fn close_join(&mut self) -> Option<(u64, u64)> {
-        let region = self.pending_join.load(Ordering::Relaxed);
-        if region == 0 {
-            return None;
-        }
-        self.pending_join.store(0, Ordering::Release);
-        Some((self.pending_barrier.load(Ordering::Relaxed), region))
-    }
-
-    /// Records the thread's end: the join barrier it is still in, if any, is left first (an
-    /// OpenMP worker ended after its last region).
-    fn exit(&mut self) {
-        if let Some((barrier, region)) = self.close_join() {
-            self.push(Event::BarrierLeave { barrier });
-            self.push(Event::RegionEnd { region });
-            self.quiet(|st| st.teams.pop());
-        }
-        self.push(Event::ThreadExit);
+        self.pending_joins.pop()
     }
 
     /// Publishes the events recorded so far, accesses included (as [`ThreadState::push`]
@@ -573,29 +570,12 @@ pub(crate) fn collect_all() -> Vec<(ThreadId, Vec<Event>, bool)> {
                 continue;
             }
             swap.collected = true;
-            // A join barrier the thread entered and was never seen to leave (an OpenMP
-            // worker after the last region: libomp reports its leave only when it wakes it
-            // for a next one) is left at the end of its events. The owner notes the join
-            // after recording its enter and clears it before recording its leave, so a join
-            // seen open with the same barrier before and after `committed` is read has its
-            // enter among the events taken and its leave not.
-            let (region, barrier) = (
-                st.pending_join.load(Ordering::Acquire),
-                st.pending_barrier.load(Ordering::Acquire),
-            );
             let base = st.shared_ptr.load(Ordering::Acquire);
             let n = st.committed.load(Ordering::Acquire);
-            let still_open = region != 0
-                && st.pending_join.load(Ordering::Acquire) == region
-                && st.pending_barrier.load(Ordering::Acquire) == barrier;
             // SAFETY: the owner initialized the first `n` events of `base` before publishing
             // `n` (release), never writes them again, and cannot swap `base` away while we
             // hold `swap`.
-            let mut events = unsafe { std::slice::from_raw_parts(base, n) }.to_vec();
-            if still_open {
-                events.push(Event::BarrierLeave { barrier });
-                events.push(Event::RegionEnd { region });
-            }
+            let events = unsafe { std::slice::from_raw_parts(base, n) }.to_vec();
             out.push((st.tid, events, false));
         }
         out.sort_by_key(|(tid, _, _)| *tid);
@@ -620,7 +600,7 @@ pub(crate) fn end_current_thread() {
         return;
     }
     if let Some(st) = current() {
-        st.exit();
+        st.push(Event::ThreadExit);
     }
     retire(p);
 }
@@ -637,7 +617,7 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
         recorder::main_thread_exited();
     }
     if let Some(st) = current() {
-        st.exit();
+        st.push(Event::ThreadExit);
     }
     retire(mine);
 }
