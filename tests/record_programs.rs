@@ -3167,3 +3167,52 @@ fn a_local_in_a_frame_realigned_before_its_frame_pointer_is_named() {
         }
     }
 }
+
+#[test]
+fn a_cancelled_region_records_and_replays() {
+    // Until 2026-11-29 (gcc) the barrier the recorder adds at a region's end hung in a team
+    // that `cancel parallel` cut short, and the barrier the cancelled member never reached was
+    // recorded, so the trace did not replay.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("omp_cancel.c");
+    for compiler in compilers() {
+        let name = format!("cancel-{compiler}");
+        let prog = build(
+            dir.path(),
+            &name,
+            compiler,
+            &src,
+            &["-O2", "-g", "-fopenmp"],
+        );
+        let trace = dir.path().join(format!("{name}.cstrace"));
+        support::ensure_shim();
+        let o = Command::new("timeout")
+            .arg("60")
+            .arg(support::cachescope())
+            .args(["record", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .env("OMP_CANCELLATION", "true")
+            .env("OMP_NUM_THREADS", "2")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{name}: {:?} {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "done\n", "{name}");
+        run_ok(
+            Command::new(support::cachescope())
+                .args(["trace", "verify"])
+                .arg(&trace),
+        );
+        run_ok(
+            Command::new(support::cachescope())
+                .arg("simulate")
+                .arg(&trace),
+        );
+    }
+}

@@ -814,10 +814,15 @@ impl ExactEngine {
         }
         let exclusive_source = matches!(source, Source::Level(i) if self.model.levels[i].inclusion == Inclusion::Exclusive);
         let others_hold = self.sharers.get(&line).copied().unwrap_or(0) & !(1u64 << core) != 0;
-        // A dirty line that an exclusive level gives up is the only copy of its data: it
+        // A dirty line that an exclusive level gives up is the only copy of its data: its dirt
+        // moves to the topmost write-back level filled (a write-through level holds no dirt;
+        // with none, the data is written back below the source). In a private level it
         // arrives modified (owned), under MSI too (until 2026-11-29 it arrived shared, and the
         // next reader was not served cache to cache).
-        let dirty_moved = exclusive_source && top.is_some() && moved_state & DIRTY != 0;
+        let dirt_to = (exclusive_source && top.is_some() && moved_state & DIRTY != 0).then(|| {
+            (0..from).find(|&i| fills(self, i) && self.model.levels[i].write == WritePolicy::Back)
+        });
+        let dirty_moved = matches!(dirt_to, Some(Some(i)) if i < self.p);
         // Copies filled from the core's own levels inherit their ownership; MESI's E is granted
         // only to a line fetched from outside the core with no other sharer.
         let owned_now = write
@@ -845,13 +850,17 @@ impl ExactEngine {
                 continue;
             }
             let mut state = if i < self.p && owned_now { OWNED } else { 0 };
-            if exclusive_source && Some(i) == top {
-                // The victim level gives the line up; its dirt moves with it.
-                state |= moved_state & DIRTY;
+            if dirt_to == Some(Some(i)) {
+                // The victim level gave the line up; its dirt moves with it.
+                state |= DIRTY;
             }
             // Every level above the source missed, and filling one level only moves other
             // lines: the line is absent here.
             self.fill_absent(core, i, line, state);
+        }
+        if let (Some(None), Source::Level(i)) = (dirt_to, source) {
+            self.lc[core * self.n + i].writebacks += 1;
+            self.write_back(core, i, line);
         }
         if owned_now && write {
             self.update_private(core, line, OWNED, 0);

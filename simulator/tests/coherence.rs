@@ -315,3 +315,39 @@ shared = true
         "{l1:?}"
     );
 }
+
+#[test]
+fn dirt_moved_up_from_an_exclusive_level_skips_a_write_through_level() {
+    // L1 write-through, L2 write-back, L3 exclusive: A written in L2 goes down dirty to L3
+    // and comes back up on a load, filling L1 and L2. Its dirt belongs in L2 (until
+    // 2026-11-29 the write-through L1 took it and later counted a writeback).
+    let m = model(
+        r#"
+[[levels]]
+name = "L1"
+size = 64
+assoc = 1
+write = "through"
+[[levels]]
+name = "L2"
+size = 64
+assoc = 1
+[[levels]]
+name = "L3"
+size = 128
+assoc = 2
+shared = true
+inclusion = "exclusive"
+"#,
+        1,
+        "msi",
+    );
+    let mut e = engine(&m);
+    e.access(0, &acc(AccessKind::Store, A, 8));
+    e.access(0, &acc(AccessKind::Load, B, 8));
+    e.access(0, &acc(AccessKind::Load, A, 8));
+    e.access(0, &acc(AccessKind::Load, C, 8));
+    let r = e.report();
+    let (l1, l2) = (&r.cores[0].levels[0], &r.cores[0].levels[1]);
+    assert_eq!((l1.writebacks, l2.writebacks), (0, 2), "{l1:?} {l2:?}");
+}

@@ -4,7 +4,8 @@
 //! A parallel region's outlined function is wrapped so that every team member records the
 //! region, a barrier at its start (members start no earlier than the fork) and one at its end
 //! (the implicit join barrier: a real team barrier, in which explicit tasks still queued run
-//! inside the region, see [`run_region`]). Each team gets a synthetic barrier object, so barriers of teams
+//! inside the region, see [`run_region`]). Barrier episodes are recorded when the wait is
+//! over ([`gomp_barrier`]); one that the team's cancellation cut short is not. Each team gets a synthetic barrier object, so barriers of teams
 //! of different sizes never mix; explicit and loop-end barriers use the same object.
 //! `ordered` sections are a lock of their own (the runtime lets them in in iteration order,
 //! which is the recorded order of acquisitions replay follows). OpenMP nest locks record their
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cachescope_schema::Event;
 use libc::{c_long, c_uint, c_void};
 
-use crate::pthread::{acquired, barrier, releasing};
+use crate::pthread::{acquired, releasing};
 use crate::real::real_fn;
 use crate::stack;
 use crate::thread::{self, Team};
@@ -80,6 +81,7 @@ real_fn! {
     real_ordered_start: "GOMP_ordered_start" => unsafe extern "C" fn();
     real_ordered_end: "GOMP_ordered_end" => unsafe extern "C" fn();
     real_num_threads: "omp_get_num_threads" => unsafe extern "C" fn() -> i32;
+    real_get_cancellation: "omp_get_cancellation" => unsafe extern "C" fn() -> i32;
 }
 
 /// What the wrapped outlined function needs.
@@ -119,12 +121,22 @@ extern "C" fn run_region(p: *mut c_void) {
     // join barrier, which libgomp enters after this function returns: recorded after
     // `RegionEnd`, they would follow the region instead of running beside it (a task that a
     // waiting member takes over from the `single` that created it, or a `taskloop`'s
-    // tasks). A real team barrier here runs them inside the recorded episode; the join then
-    // finds no task left. One more barrier per region and member, while recording only (a
+    // tasks). A real team barrier here runs them before the region's recorded join episode
+    // ends; the join then finds no task left. One more barrier per region and member, while
+    // recording only (about 1.6–2.9 µs per region with two threads, review 2026-11-29; a
     // region is wrapped only when its forking thread records, and then every member of the
     // team comes here, so the barrier is complete).
+    // With cancellation enabled (`OMP_CANCELLATION=true`) there is none: a team that `cancel
+    // parallel` cut short leaves libgomp's barrier count off by one, and a barrier of ours
+    // would hang there or in the join (review, 2026-11-29); such a program's tasks left at
+    // the region's end are recorded after it, as before.
     // SAFETY: libgomp is loaded (it called us).
-    gomp_barrier(team.barrier, size, || unsafe { real_barrier()() });
+    if unsafe { real_get_cancellation()() } == 0 {
+        // SAFETY: as above.
+        gomp_barrier(team.barrier, size, true, || unsafe { real_barrier()() });
+    } else {
+        gomp_barrier(team.barrier, size, true, || ());
+    }
     if let Some(st) = thread::current() {
         st.push(Event::RegionEnd { region });
         st.quiet(|st| st.teams.pop());
@@ -150,26 +162,58 @@ fn fork(f: OutlinedFn, data: *mut c_void, fork: impl FnOnce(OutlinedFn, *mut c_v
     }
 }
 
+/// What a libgomp barrier returns: whether the team was cancelled (`GOMP_barrier_cancel`
+/// and the other `_cancel` forms), or nothing.
+trait Cancelled {
+    fn cancelled(&self) -> bool;
+}
+
+impl Cancelled for () {
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+impl Cancelled for bool {
+    fn cancelled(&self) -> bool {
+        *self
+    }
+}
+
 /// The innermost team's barrier around `wait`.
-fn team_barrier<R>(wait: impl FnOnce() -> R) -> R {
+fn team_barrier<R: Cancelled>(wait: impl FnOnce() -> R) -> R {
     let team = thread::current().and_then(|st| st.teams.last().copied());
     match team {
-        Some(t) => gomp_barrier(t.barrier, t.size, wait),
+        Some(t) => gomp_barrier(t.barrier, t.size, false, wait),
         None => wait(),
     }
 }
 
-/// A barrier episode of libgomp around `wait`. Unlike other barriers, the thread is not
-/// marked as waiting ([`thread::ThreadState::in_barrier`]): libgomp waits on futexes and
-/// takes no mutex of the program's, and what runs in its barriers is explicit tasks, whose
-/// locks and heap calls are the program's.
-fn gomp_barrier<R>(obj: u64, participants: u32, wait: impl FnOnce() -> R) -> R {
-    barrier(obj, participants, || {
+/// A barrier episode of libgomp around `wait`, recorded once the wait is over: explicit tasks
+/// the thread ran in the barrier come before its enter (for replay and the audit the same
+/// as between its enter and leave: the barrier is left once every member is done), and the
+/// thread is never marked as waiting ([`thread::ThreadState::in_barrier`]): libgomp waits on
+/// futexes and takes no mutex of the program's, and what runs in its barriers is explicit
+/// tasks, whose locks and heap calls are the program's. A barrier the team's cancellation
+/// ended (`cancel parallel`: the members that cancelled never come) is not recorded, unless
+/// `always` (the region's end, which every member reaches).
+fn gomp_barrier<R: Cancelled>(
+    obj: u64,
+    participants: u32,
+    always: bool,
+    wait: impl FnOnce() -> R,
+) -> R {
+    let r = wait();
+    if always || !r.cancelled() {
         if let Some(st) = thread::current() {
-            st.in_barrier = false;
+            st.push(Event::BarrierEnter {
+                barrier: obj,
+                participants,
+            });
+            st.push(Event::BarrierLeave { barrier: obj });
         }
-        wait()
-    })
+    }
+    r
 }
 
 /// Interposed `GOMP_parallel`.
