@@ -86,6 +86,23 @@ fn barrier_leaves_at_latest_enter() {
     assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
 }
 
+/// The time of the access to `addr` among `events`.
+fn access_time(events: &[TimedEvent], addr: u64) -> Option<u64> {
+    events
+        .iter()
+        .find(|e| matches!(e.event, Event::Access(a) if a.addr == addr))
+        .map(|e| e.time)
+}
+
+/// (time, thread) of every barrier leave among `events`, in order.
+fn leave_times(events: &[TimedEvent]) -> Vec<(u64, u32)> {
+    events
+        .iter()
+        .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
+        .map(|e| (e.time, e.thread))
+        .collect()
+}
+
 #[test]
 fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
     // Thread 0 arrives at 2 and runs tasks in the barrier (an OpenMP runtime does) while
@@ -115,23 +132,12 @@ fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
     );
     let single = one_by_one(&f);
     assert_eq!(single.1, None);
-    let at = |addr: u64| {
-        single
-            .0
-            .iter()
-            .find(|e| matches!(e.event, Event::Access(a) if a.addr == addr))
-            .map(|e| e.time)
-    };
+    let at = |addr: u64| access_time(&single.0, addr);
     assert_eq!(
         [0x40, 0x48, 0x80, 0x50, 0x88].map(at),
         [Some(2), Some(5), Some(10), Some(10), Some(10)]
     );
-    let leaves: Vec<(u64, u32)> = single
-        .0
-        .iter()
-        .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
-        .map(|e| (e.time, e.thread))
-        .collect();
+    let leaves = leave_times(&single.0);
     // (Thread 1, done last, leaves first; thread 0 wakes at that very time.)
     assert_eq!(leaves, vec![(10, 1), (10, 0)]);
     assert!(single.0.windows(2).all(|w| w[0].time <= w[1].time));
@@ -146,18 +152,9 @@ fn events_between_a_barriers_enter_and_leave_happen_before_the_others_arrive() {
         ],
     );
     let single = one_by_one(&f);
-    let leaves: Vec<(u64, u32)> = single
-        .0
-        .iter()
-        .filter(|e| matches!(e.event, Event::BarrierLeave { .. }))
-        .map(|e| (e.time, e.thread))
-        .collect();
+    let leaves = leave_times(&single.0);
     assert_eq!(leaves, vec![(22, 0), (22, 1)]);
-    let after = single
-        .0
-        .iter()
-        .find(|e| matches!(e.event, Event::Access(a) if a.addr == 0x88))
-        .map(|e| e.time);
+    let after = access_time(&single.0, 0x88);
     assert_eq!(after, Some(22));
     assert_windows_equal_merge(&f, &single, "a thread inside past the last enter");
 }
@@ -189,11 +186,7 @@ fn a_barrier_entered_inside_another_is_left_before_it_and_neither_is_entered_twi
     );
     let single = one_by_one(&f);
     assert_eq!(single.1, None);
-    let after = single
-        .0
-        .iter()
-        .find(|e| matches!(e.event, Event::Access(a) if a.addr == 0x40))
-        .map(|e| e.time);
+    let after = access_time(&single.0, 0x40);
     assert_eq!(after, Some(100));
     assert_windows_equal_merge(&f, &single, "a barrier inside a barrier");
     // A thread entering the episode it is in again is inconsistent (a hostile trace could

@@ -819,10 +819,11 @@ impl ExactEngine {
         // with none, the data is written back below the source). In a private level it
         // arrives modified (owned), under MSI too (until 2026-11-29 it arrived shared, and the
         // next reader was not served cache to cache).
-        let dirt_to = (exclusive_source && top.is_some() && moved_state & DIRTY != 0).then(|| {
-            (0..from).find(|&i| fills(self, i) && self.model.levels[i].write == WritePolicy::Back)
-        });
-        let dirty_moved = matches!(dirt_to, Some(Some(i)) if i < self.p);
+        let moved_dirt = exclusive_source && top.is_some() && moved_state & DIRTY != 0;
+        let dirt_level = (0..from)
+            .find(|&i| fills(self, i) && self.model.levels[i].write == WritePolicy::Back)
+            .filter(|_| moved_dirt);
+        let dirty_moved = dirt_level.is_some_and(|i| i < self.p);
         // Copies filled from the core's own levels inherit their ownership; MESI's E is granted
         // only to a line fetched from outside the core with no other sharer.
         let owned_now = write
@@ -850,7 +851,7 @@ impl ExactEngine {
                 continue;
             }
             let mut state = if i < self.p && owned_now { OWNED } else { 0 };
-            if dirt_to == Some(Some(i)) {
+            if dirt_level == Some(i) {
                 // The victim level gave the line up; its dirt moves with it.
                 state |= DIRTY;
             }
@@ -858,7 +859,7 @@ impl ExactEngine {
             // lines: the line is absent here.
             self.fill_absent(core, i, line, state);
         }
-        if let (Some(None), Source::Level(i)) = (dirt_to, source) {
+        if let (true, None, Source::Level(i)) = (moved_dirt, dirt_level, source) {
             self.lc[core * self.n + i].writebacks += 1;
             self.write_back(core, i, line);
         }
