@@ -133,9 +133,9 @@ extern "C" fn run_region(p: *mut c_void) {
     // SAFETY: libgomp is loaded (it called us).
     if unsafe { real_get_cancellation()() } == 0 {
         // SAFETY: as above.
-        gomp_barrier(team.barrier, size, true, || unsafe { real_barrier()() });
+        gomp_barrier(team.barrier, size, || unsafe { real_barrier()() });
     } else {
-        gomp_barrier(team.barrier, size, true, || ());
+        gomp_barrier(team.barrier, size, || ());
     }
     if let Some(st) = thread::current() {
         st.push(Event::RegionEnd { region });
@@ -184,7 +184,7 @@ impl Cancelled for bool {
 fn team_barrier<R: Cancelled>(wait: impl FnOnce() -> R) -> R {
     let team = thread::current().and_then(|st| st.teams.last().copied());
     match team {
-        Some(t) => gomp_barrier(t.barrier, t.size, false, wait),
+        Some(t) => gomp_barrier(t.barrier, t.size, wait),
         None => wait(),
     }
 }
@@ -195,16 +195,11 @@ fn team_barrier<R: Cancelled>(wait: impl FnOnce() -> R) -> R {
 /// thread is never marked as waiting ([`thread::ThreadState::in_barrier`]): libgomp waits on
 /// futexes and takes no mutex of the program's, and what runs in its barriers is explicit
 /// tasks, whose locks and heap calls are the program's. A barrier the team's cancellation
-/// ended (`cancel parallel`: the members that cancelled never come) is not recorded, unless
-/// `always` (the region's end, which every member reaches).
-fn gomp_barrier<R: Cancelled>(
-    obj: u64,
-    participants: u32,
-    always: bool,
-    wait: impl FnOnce() -> R,
-) -> R {
+/// ended (`cancel parallel`: the members that cancelled never come) is not recorded (the
+/// region's end, which every member reaches, uses a barrier that cannot be cancelled).
+fn gomp_barrier<R: Cancelled>(obj: u64, participants: u32, wait: impl FnOnce() -> R) -> R {
     let r = wait();
-    if always || !r.cancelled() {
+    if !r.cancelled() {
         if let Some(st) = thread::current() {
             st.push(Event::BarrierEnter {
                 barrier: obj,
