@@ -45,8 +45,13 @@ const DEFAULT_IPC: f64 = 1.0;
 const MEASURABLE_PENALTY: f64 = 1.10;
 /// Measurements before giving up when one shows no penalty. On a VM the host moves the two
 /// vCPUs every few seconds, between cores where a shared line costs hundreds of cycles and
-/// places where it costs nothing; the next measurement, seconds later, usually finds the former.
-const ATTEMPTS: u32 = 3;
+/// places where it costs nothing; a measurement seconds later usually finds the former.
+const ATTEMPTS: u32 = 4;
+/// Seconds to wait before measurement 2, 3, 4 after one without a penalty. Measurements run
+/// back to back take well under a second each, so without a pause all of them can fall into
+/// one placement of the vCPUs (2026-11-29: three in a row found none, a run two minutes later
+/// did); doubling pauses spread the last one about 14 s after the first.
+const RETRY_PAUSES_S: [u64; ATTEMPTS as usize - 1] = [2, 4, 8];
 
 /// The medians of one mode.
 #[derive(Debug, Clone, Serialize)]
@@ -129,17 +134,16 @@ pub fn measure_tau(
             "{:.4} s with, {:.4} s without",
             fs.thread_sum_s, nofs.thread_sum_s
         );
+        let pause = RETRY_PAUSES_S.get(unmeasurable.len()).copied();
         tracing::warn!(
             "false sharing: no measurable penalty in measurement {} of {ATTEMPTS} ({seen}){}",
             unmeasurable.len() + 1,
-            if unmeasurable.len() + 1 < ATTEMPTS as usize {
-                "; measuring again"
-            } else {
-                ""
-            }
+            pause.map_or(String::new(), |s| format!("; measuring again in {s} s"))
         );
         unmeasurable.push(seen);
-        if unmeasurable.len() == ATTEMPTS as usize {
+        if let Some(s) = pause {
+            std::thread::sleep(std::time::Duration::from_secs(s));
+        } else {
             bail!(
                 "no measurable false-sharing penalty in {ATTEMPTS} measurements: median thread \
                  time (both threads) {}; a penalty counts when false sharing makes the threads \
