@@ -305,6 +305,59 @@ fn pthreads_create_join_barriers_and_locks() {
 }
 
 #[test]
+fn hand_overs_by_c11_threads_semaphores_and_clockwait_are_ordered() {
+    // A worker fills one half of a line, hands it over, and `main` fills the other half
+    // only then. Before 2026-11-29: C11 threads were not recorded at all (no creation, join
+    // or lock events: glibc calls its own pthread code), semaphores and
+    // `pthread_cond_clockwait` gave no order, and the estimate ignored the order locks give
+    // within a segment, so every one of these was flagged as false sharing.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("handovers.c");
+    let printed = "19999900000 19999900000\n";
+    for compiler in compilers() {
+        let name = format!("handovers-{compiler}");
+        let prog = build(
+            dir.path(),
+            &name,
+            compiler,
+            &src,
+            &["-O2", "-g", "-pthread"],
+        );
+        for mode in ["c11", "sem", "clockwait", "none"] {
+            let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
+            assert_eq!(record(&trace, &prog, &[mode], 1), printed, "{name} {mode}");
+            let all = events(&trace);
+            let what = format!("{name} {mode}");
+            assert_eq!(all.len(), 2, "{what}: main and the worker");
+            let (main, worker) = (&all[0].1, &all[1].1);
+            assert_eq!(count(main, EventKind::ThreadCreate), 1, "{what}");
+            assert_eq!(count(main, EventKind::ThreadJoin), 1, "{what}");
+            assert_eq!(worker.first(), Some(&Event::ThreadStart), "{what}");
+            let handed = count(worker, EventKind::LockAcquire);
+            assert_eq!(handed > 0, mode != "none", "{what}: {handed} acquisitions");
+            let (code, json, _) = audit_json(&trace);
+            let findings = format!("{what}: {:#}", json["findings"]);
+            let false_sharing: Vec<_> = json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["kind"] == "false_sharing")
+                .collect();
+            if mode == "none" {
+                assert_eq!(code, 1, "{findings}");
+                assert!(
+                    false_sharing.iter().any(|f| f["object"]["name"] == "box"),
+                    "{findings}"
+                );
+            } else {
+                assert_eq!(code, 0, "{findings}");
+                assert!(false_sharing.is_empty(), "{findings}");
+            }
+        }
+    }
+}
+
+#[test]
 fn nest_locks_and_ordered_sections_are_locks_with_either_runtime() {
     // gcc's libgomp recorded neither (the replay ran the ordered sections and the nest-locked
     // updates of both threads at once); LLVM libomp's nest locks came through OMPT.

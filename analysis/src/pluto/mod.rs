@@ -84,11 +84,13 @@ use crate::stack::{StackMap, StackSlot};
 
 mod block_set;
 mod byte_set;
+mod order;
 mod segment_detail;
 mod touch_table;
 mod vec_map;
 
 use block_set::BlockSet;
+use order::{EpochCount, Ordering, SyncOp};
 use segment_detail::SegmentDetail;
 use touch_table::{TouchTable, Visit};
 use vec_map::VecMap;
@@ -542,11 +544,16 @@ impl PlutoReport {
 
 /// Eq. 1 for one pair of threads.
 fn phi_pair(u: &ThreadCounts, v: &ThreadCounts) -> u64 {
+    phi_counts(u.stores, u.loads, v.stores, v.loads)
+}
+
+/// Eq. 1 for stores and loads `su`, `lu` of one thread and `sv`, `lv` of the other.
+fn phi_counts(su: u64, lu: u64, sv: u64, lv: u64) -> u64 {
     let (su, lu, sv, lv) = (
-        i128::from(u.stores),
-        i128::from(u.loads),
-        i128::from(v.stores),
-        i128::from(v.loads),
+        i128::from(su),
+        i128::from(lu),
+        i128::from(sv),
+        i128::from(lv),
     );
     if su + sv == 0 {
         return 0;
@@ -615,8 +622,17 @@ struct Estimate {
     thread_phi: Vec<u64>,
 }
 
-/// φ̃ and θ̃ of one block in one segment, over all pairs of threads (see the module docs).
-fn estimate(b: &BlockCounts) -> Estimate {
+/// A block's accesses per thread and epoch, with the segment's order ([`order`]).
+struct BlockOrder<'a> {
+    ordering: &'a Ordering,
+    epochs: FxHashMap<ThreadId, Vec<EpochCount>>,
+}
+
+/// φ̃ and θ̃ of one block in one segment, over all pairs of threads (see the module docs);
+/// with `order`, each pair's φ̃ is at most what the segment's lock order lets it be, and its
+/// θ̃ keeps its share of the pair's φ̃.
+fn estimate(b: &BlockCounts, order: Option<&BlockOrder>) -> Estimate {
+    let ids: Vec<ThreadId> = b.threads.keys().copied().collect();
     let threads: Vec<&ThreadCounts> = b.threads.values().collect();
     let accesses: u64 = threads.iter().map(|t| t.loads + t.stores).sum();
     let mut phi = 0u64;
@@ -624,11 +640,26 @@ fn estimate(b: &BlockCounts) -> Estimate {
     let mut thread_phi = vec![0u64; threads.len()];
     for i in 0..threads.len() {
         for j in i + 1..threads.len() {
-            let pair = phi_pair(threads[i], threads[j]);
+            let unordered = phi_pair(threads[i], threads[j]);
+            let mut exchanges = theta_pair(threads[i], threads[j]);
+            let bound = order.and_then(|o| {
+                let (t, u) = (ids[i], ids[j]);
+                let (te, ue) = (o.epochs.get(&t)?, o.epochs.get(&u)?);
+                o.ordering.pair_bound(t, te, u, ue)
+            });
+            let pair = match bound {
+                Some(b) if b < unordered => {
+                    // θ̃'s share of the pair's events stays as without order.
+                    let share = u128::from(exchanges.min(unordered)) * u128::from(b);
+                    exchanges = (share / u128::from(unordered.max(1))) as u64;
+                    b
+                }
+                _ => unordered,
+            };
             phi = phi.saturating_add(pair);
             thread_phi[i] = thread_phi[i].saturating_add(pair);
             thread_phi[j] = thread_phi[j].saturating_add(pair);
-            theta = theta.saturating_add(theta_pair(threads[i], threads[j]));
+            theta = theta.saturating_add(exchanges);
         }
     }
     let phi = phi.min(accesses.saturating_sub(1));
@@ -753,7 +784,17 @@ impl Estimator {
         // a time, appending to their sorted maps.
         pieces.sort_unstable_by_key(|p| (p.block, p.thread, p.slot));
         let estimated = |block: u64, b: BlockCounts| {
-            let e = estimate(&b);
+            // The block's accesses per thread and epoch, when the segment has an order.
+            let order = detail.ordering().map(|ordering| {
+                let start = block.wrapping_sub(self.layout.shift);
+                let epochs = b
+                    .threads
+                    .keys()
+                    .map(|&t| (t, detail.epochs_of(t, start, line)))
+                    .collect();
+                BlockOrder { ordering, epochs }
+            });
+            let e = estimate(&b, order.as_ref());
             DetailedBlock {
                 block,
                 phi: e.phi,
@@ -1093,7 +1134,7 @@ fn estimate_buffered(
     }
     // Per thread: region nesting depth and units spent inside regions.
     let mut regions: BTreeMap<ThreadId, (u32, u64)> = BTreeMap::new();
-    let mut buffer: Vec<(ThreadId, Access)> = Vec::new();
+    let mut buffer: Vec<(ThreadId, u32, Access)> = Vec::new();
     let mut detail = SegmentDetail::default();
     // The first pass of this segment and of the previous one, for all layouts.
     let mut touched = TouchTable::default();
@@ -1129,6 +1170,8 @@ fn estimate_buffered(
         });
         let mut any = false;
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
+        // Each stream's lock events in this round: its accesses' epochs (see `order.rs`).
+        let mut sync_ops: Vec<Vec<SyncOp>> = vec![Vec::new(); streams.len()];
         // Events each thread's stream gave in this round, for the second pass.
         let mut consumed = vec![0u64; streams.len()];
         // Threads that accessed memory in this round.
@@ -1250,7 +1293,7 @@ fn estimate_buffered(
                             accessing[i] = true;
                             touched.touch(*tid, a.kind, a.addr, a.size);
                             if buffer.len() < limit {
-                                buffer.push((*tid, a));
+                                buffer.push((*tid, epoch_of(&sync_ops[i]), a));
                             } else {
                                 overflow = true;
                             }
@@ -1271,8 +1314,12 @@ fn estimate_buffered(
                                     break;
                                 }
                             }
+                            sync_ops[i].push(SyncOp::Acquire { lock, order });
                         }
-                        Some(Ok(Event::LockRelease { lock })) => clocks.release(i, lock),
+                        Some(Ok(Event::LockRelease { lock })) => {
+                            clocks.release(i, lock);
+                            sync_ops[i].push(SyncOp::Release { lock });
+                        }
                         // The segment ends at the leave, which the thread's tasks in the
                         // barrier (if any) come before.
                         Some(Ok(Event::BarrierEnter { .. })) => {}
@@ -1401,9 +1448,13 @@ fn estimate_buffered(
             .reduce(|| false, |a, b| a || b);
         // (Cleared here even without a second pass: the layouts read what it holds.)
         mark_all(&mut detail, if second_pass { &estimators } else { &[] });
+        let locked = sync_ops.iter().filter(|ops| !ops.is_empty()).count();
+        if locked > 0 && accessing.iter().filter(|&&a| a).count() >= 2 {
+            detail.track_epochs();
+        }
         if second_pass && !overflow {
-            for &(tid, a) in &buffer {
-                detail.count(tid, a.kind, a.addr, a.size, a.pc);
+            for &(tid, epoch, a) in &buffer {
+                detail.count(tid, epoch, a.kind, a.addr, a.size, a.pc);
             }
         } else if second_pass {
             for (((tid, events, _), &mark), &n) in streams.iter_mut().zip(&marks).zip(&consumed) {
@@ -1413,6 +1464,7 @@ fn estimate_buffered(
             }
         }
         detail.seal();
+        detail.order(&ids, &sync_ops);
         let (live, frames, counted) = (&*heap, &*stacks, &detail);
         let concurrent = accessing.iter().filter(|&&a| a).count() >= 2;
         estimators.par_iter_mut().for_each(|est| {
@@ -1451,12 +1503,23 @@ fn reread_segment(
     detail: &mut SegmentDetail,
 ) -> Result<(), TraceError> {
     events.seek(mark)?;
+    // Epochs as the first pass numbered them: one more at each lock event.
+    let mut epoch = 0u32;
     for e in events.by_ref().take(count as usize) {
-        if let Event::Access(a) = e? {
-            detail.count(tid, a.kind, a.addr, a.size, a.pc);
+        match e? {
+            Event::Access(a) => detail.count(tid, epoch, a.kind, a.addr, a.size, a.pc),
+            Event::LockAcquire { .. } | Event::LockRelease { .. } => {
+                epoch = epoch.saturating_add(1)
+            }
+            _ => {}
         }
     }
     Ok(())
+}
+
+/// The epoch a stream's next access is in: the number of lock events before it in the round.
+fn epoch_of(ops: &[SyncOp]) -> u32 {
+    u32::try_from(ops.len()).unwrap_or(u32::MAX)
 }
 
 /// Whether a thread takes part in barriers (found in the first round that it ends at a
@@ -1732,7 +1795,7 @@ mod tests {
         for t in 0..3 {
             *b.threads.entry(t) = counts(1, 1, &[((t * 8, 8), (1, 1))]);
         }
-        let Estimate { phi, theta, .. } = estimate(&b);
+        let Estimate { phi, theta, .. } = estimate(&b, None);
         // Pairs: each 2·[1+1] + 0 − 1 = 3, three pairs = 9, capped at 6 accesses − 1 = 5.
         assert_eq!(phi, 5);
         assert_eq!(theta, 0, "disjoint offsets exchange nothing");
@@ -1766,7 +1829,7 @@ mod tests {
             let mut detail = SegmentDetail::default();
             mark_all(&mut detail, std::slice::from_ref(&self.est));
             for &(t, k, a, s) in accesses {
-                detail.count(t, k, a, s, None);
+                detail.count(t, 0, k, a, s, None);
             }
             detail.seal();
             let (heap, stacks) = (HeapMap::new(), StackMap::new());
@@ -2101,6 +2164,90 @@ mod tests {
         assert!(r.total_phi_prime() > 0, "{:?}", r.blocks);
     }
 
+    /// Main (thread 0) creates threads 1 and 2 and joins them; each runs `work` of its own.
+    fn two_workers(one: Vec<Event>, two: Vec<Event>) -> Vec<Vec<Event>> {
+        let main = vec![
+            advance(10),
+            Event::ThreadCreate { child: 1 },
+            Event::ThreadCreate { child: 2 },
+            Event::ThreadJoin { child: 1 },
+            Event::ThreadJoin { child: 2 },
+        ];
+        let worker = |work: Vec<Event>| {
+            let mut w = vec![Event::ThreadStart];
+            w.extend(work);
+            w.push(Event::ThreadExit);
+            w
+        };
+        vec![main, worker(one), worker(two)]
+    }
+
+    #[test]
+    fn a_hand_over_through_a_lock_orders_the_phases_around_it() {
+        // Thread 1 fills its half of a line, then releases a mutex; thread 2 takes the mutex
+        // after that release (a condition variable's wait returning) and only then writes the
+        // other half. No barrier between them: before 2026-11-29 the estimate counted the two
+        // phases against each other (~2,000 events here).
+        let lock = 0x77;
+        let acquire = |order| Event::LockAcquire { lock, order };
+        let release = Event::LockRelease { lock };
+        let mut one = stores(1000, 0x5000);
+        one.extend([acquire(0), release]);
+        let mut two = vec![acquire(1)];
+        two.extend(stores(1000, 0x5008));
+        two.push(release);
+        let r = estimate_every_way(&two_workers(one.clone(), two));
+        assert!(r.total_phi_prime() <= 2, "{:?}", r.blocks);
+        // Thread 2 writing before it takes the mutex runs beside thread 1's writes.
+        let mut early = stores(1000, 0x5008);
+        early.extend([acquire(1), release]);
+        let r = estimate_every_way(&two_workers(one.clone(), early));
+        assert!(r.total_phi_prime() >= 1999, "{:?}", r.blocks);
+        // So does thread 1 writing on after its release.
+        let mut on = one;
+        on.extend(stores(1000, 0x5000));
+        let mut two = vec![acquire(1)];
+        two.extend(stores(1000, 0x5008));
+        two.push(release);
+        let r = estimate_every_way(&two_workers(on, two));
+        assert!(r.total_phi_prime() >= 1999, "{:?}", r.blocks);
+    }
+
+    #[test]
+    fn a_line_written_only_under_a_mutex_taken_in_turn_moves_once_per_critical_section() {
+        // Two threads take turns on a mutex and each bumps a shared counter and its own
+        // neighbouring slot inside: the neighbours, written only inside the critical
+        // sections, never interleave, so the line moves at most once per critical section
+        // (θ̃ keeps its share of those events: the split of the unordered counts).
+        let lock = 0x77;
+        let modify = |addr| {
+            Event::Access(Access {
+                kind: AccessKind::Modify,
+                size: 8,
+                addr,
+                pc: None,
+            })
+        };
+        let (mut one, mut two) = (Vec::new(), Vec::new());
+        for k in 0..500u64 {
+            for (w, order, own) in [(&mut one, 2 * k, 0x5008), (&mut two, 2 * k + 1, 0x5010)] {
+                w.extend([
+                    advance(3),
+                    Event::LockAcquire { lock, order },
+                    modify(0x5000),
+                    modify(own),
+                    Event::LockRelease { lock },
+                ]);
+            }
+        }
+        let r = estimate_every_way(&two_workers(one, two));
+        let phi: u64 = r.blocks.iter().map(|b| b.phi).sum();
+        // One transfer per critical section at most; without the order, the neighbours'
+        // 1,000 modifies each would count about 4,000 events of false sharing.
+        assert!(phi <= 2000, "{:?}", r.blocks);
+        assert!(r.total_phi_prime() < 1000, "{:?}", r.blocks);
+    }
+
     #[test]
     fn a_free_thread_between_barriers_shares_nothing_with_the_teams_work_around_them() {
         // Thread 1 stores in its first and third segments (the barriers are left at 10 + 50
@@ -2185,7 +2332,7 @@ mod tests {
         counts
             .into_iter()
             .map(|(block, b)| {
-                let e = estimate(&b);
+                let e = estimate(&b, None);
                 let threads = b.threads.keys().copied().zip(e.thread_phi).collect();
                 (
                     block,
@@ -2255,7 +2402,7 @@ mod tests {
                 }
                 mark_all(&mut detail, &estimators);
                 for &(t, k, a, s, pc) in &accesses {
-                    detail.count(t, k, a, s, pc);
+                    detail.count(t, 0, k, a, s, pc);
                 }
                 detail.seal();
                 for est in &estimators {

@@ -13,7 +13,12 @@
 use cachescope_schema::{AccessKind, CodePos, ThreadId};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::order::{EpochCount, Ordering, SyncOp};
 use super::Layout;
+
+/// Epoch counts kept per segment at most ([`SegmentDetail::track_epochs`]); beyond, the
+/// segment is estimated without order (only ever a higher estimate).
+const EPOCH_ENTRIES_MAX: usize = 1 << 23;
 
 /// Granules of this many bytes tell which accesses to keep: every granule that overlaps a
 /// block counted in detail by some layout is marked, so the filter keeps a superset of the
@@ -51,6 +56,15 @@ pub(super) struct SegmentDetail {
     sealed: Vec<(Record, LoadsStores)>,
     /// The last granule looked up that is not marked.
     last_plain: Option<u64>,
+    /// Whether to count loads and stores per marked granule, thread and epoch (the segment
+    /// has lock events: see `order.rs`).
+    track_epochs: bool,
+    /// Those counts, each list in epoch order.
+    epochs: FxHashMap<(u64, ThreadId), Vec<EpochCount>>,
+    /// Entries in `epochs`.
+    epoch_entries: usize,
+    /// The segment's order, once sealed ([`SegmentDetail::order`]).
+    ordering: Option<Ordering>,
 }
 
 /// A map or vector with room for more than this many times its entries (and more than
@@ -88,6 +102,105 @@ impl SegmentDetail {
             self.sealed = Vec::new();
         }
         self.last_plain = None;
+        self.track_epochs = false;
+        self.epochs = FxHashMap::default();
+        self.epoch_entries = 0;
+        self.ordering = None;
+    }
+
+    /// Once sealed: orders the epochs the counts saw by the segment's lock events (`ops`,
+    /// per stream of threads `ids`), if epochs were counted.
+    pub fn order(&mut self, ids: &[ThreadId], ops: &[Vec<SyncOp>]) {
+        self.ordering = if self.track_epochs && !self.epochs.is_empty() {
+            Ordering::of(ids, ops, &self.epochs_seen())
+        } else {
+            None
+        };
+    }
+
+    /// The segment's order (see `order.rs`), when its lock events order threads.
+    pub fn ordering(&self) -> Option<&Ordering> {
+        self.ordering.as_ref()
+    }
+
+    /// Counts accesses per granule, thread and epoch from now on in this segment.
+    pub fn track_epochs(&mut self) {
+        self.track_epochs = true;
+    }
+
+    /// The (thread, epoch) pairs that accessed a marked granule.
+    fn epochs_seen(&self) -> FxHashSet<(ThreadId, u32)> {
+        let mut seen = FxHashSet::default();
+        for (&(_, thread), list) in &self.epochs {
+            seen.extend(list.iter().map(|c| (thread, c.epoch)));
+        }
+        seen
+    }
+
+    /// `thread`'s loads and stores per epoch on the granules overlapping `len` bytes from
+    /// `start` (a block of some layout, which may wrap around the top of the address space),
+    /// in epoch order. A granule the block covers only in part counts whole: more accesses,
+    /// so a higher estimate, never a lower one.
+    pub fn epochs_of(&self, thread: ThreadId, start: u64, len: u64) -> Vec<EpochCount> {
+        let mut out: Vec<EpochCount> = Vec::new();
+        let last = start.wrapping_add(len.max(1) - 1) >> GRANULE_SHIFT;
+        let mut g = start >> GRANULE_SHIFT;
+        loop {
+            if let Some(list) = self.epochs.get(&(g, thread)) {
+                out.extend_from_slice(list);
+            }
+            if g == last {
+                break;
+            }
+            g = g.wrapping_add(1) & (u64::MAX >> GRANULE_SHIFT);
+        }
+        out.sort_unstable_by_key(|c| c.epoch);
+        out.dedup_by(|later, kept| {
+            let same = later.epoch == kept.epoch;
+            if same {
+                kept.loads = kept.loads.saturating_add(later.loads);
+                kept.stores = kept.stores.saturating_add(later.stores);
+            }
+            same
+        });
+        out
+    }
+
+    /// Adds an access to the epoch counts of the marked granules it overlaps.
+    fn count_epoch(
+        &mut self,
+        thread: ThreadId,
+        epoch: u32,
+        kind: AccessKind,
+        first: u64,
+        last: u64,
+    ) {
+        let (loads, stores) = (u64::from(kind.reads()), u64::from(kind.writes()));
+        for g in first..=last {
+            if !self.granules.contains(&g) {
+                continue;
+            }
+            let list = self.epochs.entry((g, thread)).or_default();
+            match list.last_mut() {
+                Some(c) if c.epoch == epoch => {
+                    c.loads += loads;
+                    c.stores += stores;
+                }
+                _ => {
+                    list.push(EpochCount {
+                        epoch,
+                        loads,
+                        stores,
+                    });
+                    self.epoch_entries += 1;
+                }
+            }
+        }
+        if self.epoch_entries > EPOCH_ENTRIES_MAX {
+            tracing::debug!("too many epochs in a segment: estimated without lock order");
+            self.track_epochs = false;
+            self.epochs = FxHashMap::default();
+        }
     }
 
     /// Ends the second pass: the records become a list for the layouts to read, in address
@@ -114,10 +227,12 @@ impl SegmentDetail {
         self.granules.insert(last >> GRANULE_SHIFT);
     }
 
-    /// Counts an access if it overlaps a marked granule (instruction fetches are not counted).
+    /// Counts an access of `thread` in its `epoch` if it overlaps a marked granule
+    /// (instruction fetches are not counted).
     pub fn count(
         &mut self,
         thread: ThreadId,
+        epoch: u32,
         kind: AccessKind,
         addr: u64,
         size: u32,
@@ -144,6 +259,9 @@ impl SegmentDetail {
         };
         if !marked {
             return;
+        }
+        if self.track_epochs {
+            self.count_epoch(thread, epoch, kind, first, last);
         }
         let c = self.records.entry(Record {
             addr,
@@ -193,7 +311,7 @@ mod tests {
             (0x1040, 8),
             (0x2000, 4),
         ] {
-            d.count(1, AccessKind::Store, addr, size, None);
+            d.count(1, 0, AccessKind::Store, addr, size, None);
         }
         // The granule is 64 bytes: 0x1000 is kept too (a superset), 0x1040 and 0x2000 not;
         // 0x0ffc reaches into the granule.
@@ -206,15 +324,15 @@ mod tests {
         // 128-byte line shifted by 64: the block at shifted 0x2080 is bytes 0x2040..0x20c0.
         d.mark_block(layout(128, 64), 0x2080);
         for addr in [0x2000, 0x2040, 0x2080, 0x20c0] {
-            d.count(0, AccessKind::Load, addr, 8, None);
+            d.count(0, 0, AccessKind::Load, addr, 8, None);
         }
         assert_eq!(counted(&mut d), vec![(0x2040, 8), (0x2080, 8)]);
         // A block wrapping around the top of the address space.
         let mut d = SegmentDetail::default();
         d.mark_block(layout(64, 8), 0);
-        d.count(0, AccessKind::Load, u64::MAX - 3, 8, None);
-        d.count(0, AccessKind::Load, 0, 8, None);
-        d.count(0, AccessKind::Load, 0x40, 8, None);
+        d.count(0, 0, AccessKind::Load, u64::MAX - 3, 8, None);
+        d.count(0, 0, AccessKind::Load, 0, 8, None);
+        d.count(0, 0, AccessKind::Load, 0x40, 8, None);
         assert_eq!(counted(&mut d), vec![(0, 8), (u64::MAX - 3, 8)]);
     }
 
@@ -223,11 +341,11 @@ mod tests {
         let mut d = SegmentDetail::default();
         d.mark_block(layout(64, 0), 0x40);
         let pc = CodePos::new(0x401000);
-        d.count(2, AccessKind::Modify, 0x48, 8, pc);
-        d.count(2, AccessKind::Modify, 0x48, 8, pc);
-        d.count(2, AccessKind::Load, 0x48, 8, pc);
-        d.count(2, AccessKind::Fetch, 0x48, 8, pc);
-        d.count(3, AccessKind::Store, 0x48, 8, pc);
+        d.count(2, 0, AccessKind::Modify, 0x48, 8, pc);
+        d.count(2, 0, AccessKind::Modify, 0x48, 8, pc);
+        d.count(2, 0, AccessKind::Load, 0x48, 8, pc);
+        d.count(2, 0, AccessKind::Fetch, 0x48, 8, pc);
+        d.count(3, 0, AccessKind::Store, 0x48, 8, pc);
         d.seal();
         let mut v: Vec<(ThreadId, u64, u64)> = d
             .records()
@@ -236,7 +354,7 @@ mod tests {
         v.sort_unstable();
         assert_eq!(v, vec![(2, 3, 2), (3, 0, 1)]);
         d.clear();
-        d.count(2, AccessKind::Store, 0x48, 8, pc);
+        d.count(2, 0, AccessKind::Store, 0x48, 8, pc);
         d.seal();
         assert_eq!(d.records().count(), 0);
     }

@@ -1,5 +1,6 @@
 //! pthreads interposition: thread create/start/join (exit is recorded by the thread-exit key in
-//! [`crate::thread`]), mutexes, condition variables and barriers.
+//! [`crate::thread`]), mutexes, condition variables and barriers. C11 `<threads.h>` and POSIX
+//! semaphores come through here too (`c11_threads.rs`, `semaphore.rs`).
 //!
 //! Lock acquisitions are numbered per lock in the order they happened (the number is taken
 //! while the lock is held, so it is the real order); replay aligns clocks with it.
@@ -30,6 +31,13 @@ real_fn! {
         unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
     real_cond_timedwait: "pthread_cond_timedwait" =>
         unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const libc::timespec) -> c_int;
+    real_cond_clockwait: "pthread_cond_clockwait" =>
+        unsafe extern "C" fn(
+            *mut pthread_cond_t,
+            *mut pthread_mutex_t,
+            libc::clockid_t,
+            *const libc::timespec,
+        ) -> c_int;
     real_barrier_init: "pthread_barrier_init" =>
         unsafe extern "C" fn(*mut pthread_barrier_t, *const libc::pthread_barrierattr_t, u32) -> c_int;
     real_barrier_wait: "pthread_barrier_wait" => unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
@@ -78,6 +86,16 @@ pub(crate) fn releasing(lock_obj: u64) {
         }
         st.push(Event::LockRelease { lock: lock_obj });
     }
+}
+
+/// Records a point in the order of the synchronization object `obj` that is no lock (a
+/// semaphore's post or completed wait): an acquisition and release of `obj` taken as a lock.
+/// Its number is taken under the order table's mutex, so the points of `obj` are numbered in
+/// the order they happened, and replay starts each no earlier than the one before it ended:
+/// a wait that returned after a post follows it.
+pub(crate) fn order_point(obj: u64) {
+    acquired(obj);
+    releasing(obj);
 }
 
 /// Records a barrier episode around `wait`.
@@ -248,6 +266,22 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     releasing(m as u64);
     // SAFETY: forwarding.
     let rc = unsafe { real_cond_timedwait()(c, m, t) };
+    acquired(m as u64);
+    rc
+}
+
+/// Interposed `pthread_cond_clockwait` (glibc 2.30; libstdc++'s `condition_variable::wait_for`
+/// and `wait_until` call it): the mutex is re-acquired on timeout too.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    clock: libc::clockid_t,
+    t: *const libc::timespec,
+) -> c_int {
+    releasing(m as u64);
+    // SAFETY: forwarding.
+    let rc = unsafe { real_cond_clockwait()(c, m, clock, t) };
     acquired(m as u64);
     rc
 }
