@@ -305,12 +305,13 @@ fn pthreads_create_join_barriers_and_locks() {
 }
 
 #[test]
-fn hand_overs_by_c11_threads_semaphores_and_clockwait_are_ordered() {
+fn hand_overs_by_c11_threads_semaphores_clockwait_and_other_locks_are_ordered() {
     // A worker fills one half of a line, hands it over, and `main` fills the other half
     // only then. Before 2026-11-29: C11 threads were not recorded at all (no creation, join
     // or lock events: glibc calls its own pthread code), semaphores and
-    // `pthread_cond_clockwait` gave no order, and the estimate ignored the order locks give
-    // within a segment, so every one of these was flagged as false sharing.
+    // `pthread_cond_clockwait`, read-write and spin locks gave no order, and the estimate
+    // ignored the order locks give within a segment, so every one of these was flagged as
+    // false sharing.
     let dir = tempfile::tempdir().unwrap();
     let src = source("handovers.c");
     let printed = "19999900000 19999900000\n";
@@ -323,7 +324,7 @@ fn hand_overs_by_c11_threads_semaphores_and_clockwait_are_ordered() {
             &src,
             &["-O2", "-g", "-pthread"],
         );
-        for mode in ["c11", "sem", "clockwait", "none"] {
+        for mode in ["c11", "sem", "clockwait", "rwlock", "spin", "none"] {
             let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
             assert_eq!(record(&trace, &prog, &[mode], 1), printed, "{name} {mode}");
             let all = events(&trace);

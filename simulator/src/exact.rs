@@ -818,7 +818,8 @@ impl ExactEngine {
         // moves to the topmost write-back level filled (a write-through level holds no dirt;
         // with none, the data is written back below the source). In a private level it
         // arrives modified (owned), under MSI too (until 2026-11-29 it arrived shared, and the
-        // next reader was not served cache to cache).
+        // next reader was not served cache to cache) — unless another core holds the line:
+        // then it arrives shared with its dirt, and no cache-to-cache source (one owner only).
         let moved_dirt = exclusive_source && top.is_some() && moved_state & DIRTY != 0;
         let dirt_level = (0..from)
             .find(|&i| fills(self, i) && self.model.levels[i].write == WritePolicy::Back)

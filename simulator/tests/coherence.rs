@@ -283,6 +283,32 @@ fn a_dirty_line_moved_up_from_an_exclusive_level_is_modified_under_msi() {
 }
 
 #[test]
+fn a_dirty_line_moved_up_while_other_cores_hold_it_is_shared_and_keeps_its_dirt() {
+    // Core 1's clean A goes down into the exclusive L2 while core 0 holds A; core 0 writes
+    // it (L2's copy is now stale) and serves core 1's next load, whose downgrade leaves the
+    // dirty data on L2's copy. Core 2's load moves that dirty copy up while cores 0 and 1
+    // hold A shared: it arrives shared, with its dirt, so core 3's load is no cache-to-cache
+    // transfer (only a modified holder serves one; a reviewer's reference simulator, which
+    // let a dirty shared copy serve, counted one) and core 2 writes the dirt back when it
+    // evicts A.
+    let m = model(TINY_EXCLUSIVE, 4, "msi");
+    let mut e = engine(&m);
+    e.access(0, &acc(AccessKind::Load, A, 8));
+    e.access(1, &acc(AccessKind::Load, A, 8));
+    e.access(1, &acc(AccessKind::Load, B, 8)); // A, clean, down to L2
+    e.access(0, &acc(AccessKind::Store, A, 8));
+    e.access(1, &acc(AccessKind::Load, A, 8)); // served by core 0
+    e.access(2, &acc(AccessKind::Load, A, 8)); // L2's dirty copy moves up
+    e.access(3, &acc(AccessKind::Load, A, 8));
+    e.access(2, &acc(AccessKind::Load, C, 8)); // core 2 evicts A
+    let r = e.report();
+    assert_eq!(r.cores[1].cache_to_cache, 1, "{:?}", r.cores[1]);
+    assert_eq!(r.cores[2].cache_to_cache, 0, "{:?}", r.cores[2]);
+    assert_eq!(r.cores[3].cache_to_cache, 0, "{:?}", r.cores[3]);
+    assert_eq!(r.cores[2].levels[0].writebacks, 1, "{:?}", r.cores[2]);
+}
+
+#[test]
 fn a_cores_own_store_to_a_line_it_lost_is_no_true_sharing() {
     let m = model(
         r#"

@@ -4,6 +4,9 @@
      sem        a POSIX semaphore: sem_post / sem_wait
      clockwait  a mutex and pthread_cond_clockwait (what C++'s condition_variable::wait_for
                 calls)
+     rwlock     a flag set under a read-write lock's write lock, polled under its read lock
+                (C++'s std::shared_mutex)
+     spin       a flag set under a spin lock, polled under it
      none       no hand-over: main fills box.b while the worker fills box.a (false sharing,
                 the control)
    Prints the two sums. */
@@ -22,12 +25,14 @@ static struct {
   volatile long b;
 } box;
 
-static int mode; /* 0 c11, 1 sem, 2 clockwait, 3 none */
+static int mode; /* 0 c11, 1 sem, 2 clockwait, 3 none, 4 rwlock, 5 spin */
 static mtx_t c11_mtx;
 static cnd_t c11_cnd;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static sem_t sem;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_spinlock_t spin;
 static int ready;
 
 static void fill_a(void) {
@@ -57,10 +62,21 @@ static void hand_over(void) {
     pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
     break;
+  case 4:
+    pthread_rwlock_wrlock(&rw);
+    ready = 1;
+    pthread_rwlock_unlock(&rw);
+    break;
+  case 5:
+    pthread_spin_lock(&spin);
+    ready = 1;
+    pthread_spin_unlock(&spin);
+    break;
   }
 }
 
 static void take_over(void) {
+  int seen = 0;
   switch (mode) {
   case 0:
     mtx_lock(&c11_mtx);
@@ -82,6 +98,20 @@ static void take_over(void) {
     }
     pthread_mutex_unlock(&mu);
     break;
+  case 4:
+    while (!seen) {
+      pthread_rwlock_rdlock(&rw);
+      seen = ready;
+      pthread_rwlock_unlock(&rw);
+    }
+    break;
+  case 5:
+    while (!seen) {
+      pthread_spin_lock(&spin);
+      seen = ready;
+      pthread_spin_unlock(&spin);
+    }
+    break;
   }
 }
 
@@ -101,7 +131,11 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   const char *m = argc > 1 ? argv[1] : "c11";
-  mode = !strcmp(m, "sem") ? 1 : !strcmp(m, "clockwait") ? 2 : !strcmp(m, "none") ? 3 : 0;
+  static const char *modes[] = {"c11", "sem", "clockwait", "none", "rwlock", "spin"};
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(m, modes[i]))
+      mode = i;
+  pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
   if (mode == 0) {
     thrd_t t;
     int res = 0;

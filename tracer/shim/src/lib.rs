@@ -35,6 +35,7 @@ mod exec;
 mod exit;
 mod fds;
 mod gomp;
+mod locks;
 mod mem;
 mod modules;
 mod ompt;

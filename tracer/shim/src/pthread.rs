@@ -1,6 +1,7 @@
 //! pthreads interposition: thread create/start/join (exit is recorded by the thread-exit key in
-//! [`crate::thread`]), mutexes, condition variables and barriers. C11 `<threads.h>` and POSIX
-//! semaphores come through here too (`c11_threads.rs`, `semaphore.rs`).
+//! [`crate::thread`]), mutexes, condition variables and barriers. C11 `<threads.h>`, POSIX
+//! semaphores, read-write and spin locks come through here too (`c11_threads.rs`,
+//! `semaphore.rs`, `locks.rs`).
 //!
 //! Lock acquisitions are numbered per lock in the order they happened (the number is taken
 //! while the lock is held, so it is the real order); replay aligns clocks with it.
