@@ -58,7 +58,7 @@ pub(super) struct Ordering {
 
 /// Vector clock entries kept per segment at most (epochs needed × threads); beyond, the
 /// segment is estimated without order (as before; only ever a higher estimate).
-const CLOCK_ENTRIES_MAX: usize = 1 << 25;
+const CLOCK_ENTRIES_MAX: usize = 1 << 24;
 
 impl Ordering {
     /// The order of a segment whose streams (threads `ids`) had the lock events `ops`, with

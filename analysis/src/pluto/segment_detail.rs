@@ -18,7 +18,7 @@ use super::Layout;
 
 /// Epoch counts kept per segment at most ([`SegmentDetail::track_epochs`]); beyond, the
 /// segment is estimated without order (only ever a higher estimate).
-const EPOCH_ENTRIES_MAX: usize = 1 << 23;
+const EPOCH_ENTRIES_MAX: usize = 1 << 22;
 
 /// Granules of this many bytes tell which accesses to keep: every granule that overlaps a
 /// block counted in detail by some layout is marked, so the filter keeps a superset of the
