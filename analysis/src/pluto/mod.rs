@@ -69,6 +69,7 @@
 //! blocks written during the run (per layout: bitmaps of 64 blocks, runs of full ones), not
 //! with every touched block × layouts.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -90,7 +91,7 @@ mod touch_table;
 mod vec_map;
 
 use block_set::BlockSet;
-use order::{EpochCount, Ordering, SyncOp};
+use order::{EpochCount, Ordering, SyncLog, SyncOp};
 use segment_detail::SegmentDetail;
 use touch_table::{TouchTable, Visit};
 use vec_map::VecMap;
@@ -625,7 +626,7 @@ struct Estimate {
 /// A block's accesses per thread and epoch, with the segment's order ([`order`]).
 struct BlockOrder<'a> {
     ordering: &'a Ordering,
-    epochs: FxHashMap<ThreadId, Vec<EpochCount>>,
+    epochs: FxHashMap<ThreadId, Cow<'a, [EpochCount]>>,
 }
 
 /// φ̃ and θ̃ of one block in one segment, over all pairs of threads (see the module docs);
@@ -1171,7 +1172,7 @@ fn estimate_buffered(
         let mut any = false;
         let marks: Vec<_> = streams.iter().map(|(_, events, _)| events.mark()).collect();
         // Each stream's lock events in this round: its accesses' epochs (see `order.rs`).
-        let mut sync_ops: Vec<Vec<SyncOp>> = vec![Vec::new(); streams.len()];
+        let mut sync = SyncLog::new(streams.len());
         // Events each thread's stream gave in this round, for the second pass.
         let mut consumed = vec![0u64; streams.len()];
         // Threads that accessed memory in this round.
@@ -1293,7 +1294,7 @@ fn estimate_buffered(
                             accessing[i] = true;
                             touched.touch(*tid, a.kind, a.addr, a.size);
                             if buffer.len() < limit {
-                                buffer.push((*tid, epoch_of(&sync_ops[i]), a));
+                                buffer.push((*tid, sync.epoch(i), a));
                             } else {
                                 overflow = true;
                             }
@@ -1314,11 +1315,11 @@ fn estimate_buffered(
                                     break;
                                 }
                             }
-                            sync_ops[i].push(SyncOp::Acquire { lock, order });
+                            sync.push(i, SyncOp::Acquire { lock, order });
                         }
                         Some(Ok(Event::LockRelease { lock })) => {
                             clocks.release(i, lock);
-                            sync_ops[i].push(SyncOp::Release { lock });
+                            sync.push(i, SyncOp::Release { lock });
                         }
                         // The segment ends at the leave, which the thread's tasks in the
                         // barrier (if any) come before.
@@ -1448,8 +1449,7 @@ fn estimate_buffered(
             .reduce(|| false, |a, b| a || b);
         // (Cleared here even without a second pass: the layouts read what it holds.)
         mark_all(&mut detail, if second_pass { &estimators } else { &[] });
-        let locked = sync_ops.iter().filter(|ops| !ops.is_empty()).count();
-        if locked > 0 && accessing.iter().filter(|&&a| a).count() >= 2 {
+        if sync.ops().is_some() && sync.any() && accessing.iter().filter(|&&a| a).count() >= 2 {
             detail.track_epochs();
         }
         if second_pass && !overflow {
@@ -1464,7 +1464,7 @@ fn estimate_buffered(
             }
         }
         detail.seal();
-        detail.order(&ids, &sync_ops);
+        detail.order(&ids, sync.ops());
         let (live, frames, counted) = (&*heap, &*stacks, &detail);
         let concurrent = accessing.iter().filter(|&&a| a).count() >= 2;
         estimators.par_iter_mut().for_each(|est| {
@@ -1515,11 +1515,6 @@ fn reread_segment(
         }
     }
     Ok(())
-}
-
-/// The epoch a stream's next access is in: the number of lock events before it in the round.
-fn epoch_of(ops: &[SyncOp]) -> u32 {
-    u32::try_from(ops.len()).unwrap_or(u32::MAX)
 }
 
 /// Whether a thread takes part in barriers (found in the first round that it ends at a

@@ -37,6 +37,89 @@ pub(super) enum SyncOp {
     Release { lock: u64 },
 }
 
+/// A [`SyncOp`] in 16 bytes (the enum takes 24): a release has order `u64::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PackedOp {
+    lock: u64,
+    order: u64,
+}
+
+impl From<SyncOp> for PackedOp {
+    fn from(op: SyncOp) -> Self {
+        match op {
+            SyncOp::Acquire { lock, order } => PackedOp { lock, order },
+            SyncOp::Release { lock } => PackedOp {
+                lock,
+                order: u64::MAX,
+            },
+        }
+    }
+}
+
+impl PackedOp {
+    fn get(self) -> SyncOp {
+        match self.order {
+            u64::MAX => SyncOp::Release { lock: self.lock },
+            order => SyncOp::Acquire {
+                lock: self.lock,
+                order,
+            },
+        }
+    }
+}
+
+/// The lock events of one round, per stream, and each stream's current epoch.
+#[derive(Debug)]
+pub(super) struct SyncLog {
+    ops: Vec<Vec<PackedOp>>,
+    /// Per stream, lock events so far in the round (its current epoch).
+    epochs: Vec<u32>,
+    /// Events kept in `ops`; past [`SYNC_OPS_MAX`] they are dropped (the round is then
+    /// estimated without order) while the epochs still count.
+    kept: usize,
+}
+
+/// Lock events kept per round at most (16 bytes each).
+const SYNC_OPS_MAX: usize = 1 << 22;
+
+impl SyncLog {
+    /// An empty log for `streams` streams.
+    pub fn new(streams: usize) -> Self {
+        SyncLog {
+            ops: vec![Vec::new(); streams],
+            epochs: vec![0; streams],
+            kept: 0,
+        }
+    }
+
+    /// Stream `i`'s lock event `op`: its next accesses are in a new epoch.
+    pub fn push(&mut self, i: usize, op: SyncOp) {
+        self.epochs[i] = self.epochs[i].saturating_add(1);
+        if self.kept < SYNC_OPS_MAX {
+            self.ops[i].push(op.into());
+            self.kept += 1;
+        } else if !self.ops.is_empty() {
+            tracing::debug!("too many lock events in a segment: estimated without lock order");
+            self.ops.clear();
+        }
+    }
+
+    /// Stream `i`'s current epoch.
+    pub fn epoch(&self, i: usize) -> u32 {
+        self.epochs[i]
+    }
+
+    /// Whether any stream had a lock event.
+    pub fn any(&self) -> bool {
+        self.epochs.iter().any(|&e| e > 0)
+    }
+
+    /// The lock events, per stream; `None` when there were too many to keep.
+    pub fn ops(&self) -> Option<&[Vec<PackedOp>]> {
+        (self.kept <= SYNC_OPS_MAX && !self.ops.is_empty()).then_some(&self.ops[..])
+    }
+}
+
 /// One thread's loads and stores on a block in one epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct EpochCount {
@@ -51,9 +134,33 @@ pub(super) struct EpochCount {
 pub(super) struct Ordering {
     /// Stream index of each thread.
     index: FxHashMap<ThreadId, usize>,
-    /// Per (stream, epoch): how many epochs of each stream it has seen end (its own: its
-    /// epoch number).
-    clocks: FxHashMap<(usize, u32), Box<[u32]>>,
+    /// Threads (streams) in the segment: the length of every clock.
+    n: usize,
+    /// Per stream, the clocks of its needed epochs.
+    streams: Vec<StreamClocks>,
+}
+
+/// The clocks of one stream's needed epochs, side by side: for each epoch (ascending), how
+/// many epochs of each stream it has seen end (its own: its epoch number).
+#[derive(Debug, Default)]
+struct StreamClocks {
+    epochs: Vec<u32>,
+    /// `n` entries per epoch, in the order of `epochs`.
+    clocks: Vec<u32>,
+}
+
+impl StreamClocks {
+    /// Component `of` of the clock of `epoch`, moving `cursor` forward to it: callers ask
+    /// for epochs in ascending order, so a walk costs no more than the stream's epochs.
+    fn component(&self, n: usize, cursor: &mut usize, epoch: u32, of: usize) -> Option<u32> {
+        while self.epochs.get(*cursor).is_some_and(|&e| e < epoch) {
+            *cursor += 1;
+        }
+        if self.epochs.get(*cursor) != Some(&epoch) {
+            return None;
+        }
+        self.clocks.get(*cursor * n + of).copied()
+    }
 }
 
 /// Vector clock entries kept per segment at most (epochs needed × threads); beyond, the
@@ -62,15 +169,17 @@ const CLOCK_ENTRIES_MAX: usize = 1 << 24;
 
 impl Ordering {
     /// The order of a segment whose streams (threads `ids`) had the lock events `ops`, with
-    /// clocks for the epochs in `needed`; `None` when no lock passed between two threads (or
-    /// the clocks would take too much room): nothing is ordered beyond program order.
+    /// clocks for the epochs in `needed` (per thread, ascending); `None` when no lock passed
+    /// between two threads (or the clocks would take too much room): nothing is ordered
+    /// beyond program order.
     pub fn of(
         ids: &[ThreadId],
-        ops: &[Vec<SyncOp>],
-        needed: &FxHashSet<(ThreadId, u32)>,
+        ops: &[Vec<PackedOp>],
+        needed: &FxHashMap<ThreadId, Vec<u32>>,
     ) -> Option<Ordering> {
         let n = ids.len().min(ops.len());
-        if n < 2 || needed.len().saturating_mul(n) > CLOCK_ENTRIES_MAX {
+        let count: usize = needed.values().map(Vec::len).sum();
+        if n < 2 || count.saturating_mul(n) > CLOCK_ENTRIES_MAX {
             return None;
         }
         let index: FxHashMap<ThreadId, usize> = ids
@@ -79,48 +188,59 @@ impl Ordering {
             .enumerate()
             .map(|(i, &t)| (t, i))
             .collect();
-        let wanted: FxHashSet<(usize, u32)> = needed
-            .iter()
-            .filter_map(|(t, e)| Some((*index.get(t)?, *e)))
-            .collect();
-        // The acquisitions released within the segment: an acquisition #k waits for the
-        // release of #k−1 only if it is one of these (else it came before the segment).
-        let mut will_release: FxHashSet<(u64, u64)> = FxHashSet::default();
+        let mut streams: Vec<StreamClocks> = (0..n).map(|_| StreamClocks::default()).collect();
+        let mut wanted: Vec<&[u32]> = vec![&[]; n];
+        for (t, epochs) in needed {
+            if let Some(&i) = index.get(t) {
+                wanted[i] = epochs;
+            }
+        }
+        // Per lock, its first acquisition in the segment: acquisition #k waits for the
+        // release of #k−1 only if that one was acquired in the segment too (else it came
+        // before). One whose release never comes (a lock held at the segment's end) stops
+        // the walk, which lets it go on without (`given_up`).
+        let mut first_order: FxHashMap<u64, u64> = FxHashMap::default();
         for stream in ops.iter().take(n) {
-            let mut held: FxHashMap<u64, u64> = FxHashMap::default();
             for op in stream {
-                match *op {
-                    SyncOp::Acquire { lock, order } => {
-                        held.insert(lock, order);
-                    }
-                    SyncOp::Release { lock } => {
-                        if let Some(k) = held.remove(&lock) {
-                            will_release.insert((lock, k));
-                        }
-                    }
+                if let SyncOp::Acquire { lock, order } = op.get() {
+                    let first = first_order.entry(lock).or_insert(order);
+                    *first = (*first).min(order);
                 }
             }
         }
-        let mut clocks: FxHashMap<(usize, u32), Box<[u32]>> = FxHashMap::default();
+        let mut given_up: FxHashSet<(u64, u64)> = FxHashSet::default();
         let mut vc: Vec<Vec<u32>> = vec![vec![0; n]; n];
         let mut pos = vec![0usize; n];
+        // Per stream, the next needed epoch (an index into `wanted`).
+        let mut next_wanted = vec![0usize; n];
+        let mut keep = |i: usize, epoch: u32, clock: &[u32], streams: &mut [StreamClocks]| {
+            let w = wanted[i];
+            while w.get(next_wanted[i]).is_some_and(|&e| e < epoch) {
+                next_wanted[i] += 1;
+            }
+            if w.get(next_wanted[i]) == Some(&epoch) {
+                streams[i].epochs.push(epoch);
+                streams[i].clocks.extend_from_slice(clock);
+            }
+        };
         let mut held: Vec<FxHashMap<u64, u64>> = vec![FxHashMap::default(); n];
         // Clocks at releases, until the next acquisition takes them.
         let mut released: FxHashMap<(u64, u64), (usize, Vec<u32>)> = FxHashMap::default();
         let mut edges = false;
         for (i, c) in vc.iter().enumerate() {
-            if wanted.contains(&(i, 0)) {
-                clocks.insert((i, 0), c.clone().into_boxed_slice());
-            }
+            keep(i, 0, c, &mut streams);
         }
         loop {
             let mut moved = false;
             let mut blocked = None;
             for i in 0..n {
-                while let Some(&op) = ops[i].get(pos[i]) {
+                while let Some(op) = ops[i].get(pos[i]).map(|p| p.get()) {
                     if let SyncOp::Acquire { lock, order } = op {
                         let prev = order.checked_sub(1).map(|p| (lock, p));
-                        let waits = prev.filter(|p| will_release.contains(p));
+                        let waits = prev.filter(|&(l, p)| {
+                            first_order.get(&l).is_some_and(|&f| p >= f)
+                                && !given_up.contains(&(l, p))
+                        });
                         match waits.map(|p| released.remove(&p)) {
                             // Its release was not reached yet.
                             Some(None) => {
@@ -146,9 +266,7 @@ impl Ordering {
                     pos[i] += 1;
                     let epoch = u32::try_from(pos[i]).unwrap_or(u32::MAX);
                     vc[i][i] = epoch;
-                    if wanted.contains(&(i, epoch)) {
-                        clocks.insert((i, epoch), vc[i].clone().into_boxed_slice());
-                    }
+                    keep(i, epoch, &vc[i], &mut streams);
                     moved = true;
                 }
             }
@@ -156,21 +274,16 @@ impl Ordering {
                 break;
             }
             if !moved {
-                // Acquisitions waiting for each other (an inconsistent trace): the first
-                // goes ahead without its release, as the replay would refuse the trace.
+                // Acquisitions waiting for releases that do not come (a lock held at the
+                // segment's end; or, in an inconsistent trace, for each other): the first
+                // goes ahead without its release.
                 let Some(i) = blocked else { break };
-                if let Some(&SyncOp::Acquire { lock, order }) = ops[i].get(pos[i]) {
-                    will_release.remove(&(lock, order.saturating_sub(1)));
+                if let Some(SyncOp::Acquire { lock, order }) = ops[i].get(pos[i]).map(|p| p.get()) {
+                    given_up.insert((lock, order.saturating_sub(1)));
                 }
             }
         }
-        edges.then_some(Ordering { index, clocks })
-    }
-
-    /// The clock of `thread`'s `epoch`, if it was needed.
-    fn clock(&self, thread: ThreadId, epoch: u32) -> Option<(usize, &[u32])> {
-        let i = *self.index.get(&thread)?;
-        Some((i, self.clocks.get(&(i, epoch))?))
+        edges.then_some(Ordering { index, n, streams })
     }
 
     /// The alternations the accesses of threads `t` and `u` on a block can make at most,
@@ -198,26 +311,38 @@ impl Ordering {
         u: ThreadId,
         u_epochs: &[EpochCount],
     ) -> Option<u64> {
-        // Prefix sums of u's loads and stores, and each u epoch's view of t.
-        let mut sums = Vec::with_capacity(u_epochs.len() + 1);
-        sums.push((0u64, 0u64));
-        let mut seen_t = Vec::with_capacity(u_epochs.len());
-        let ti = *self.index.get(&t)?;
-        let ui = *self.index.get(&u)?;
-        for c in u_epochs {
-            let (l, s) = sums[sums.len() - 1];
-            sums.push((l.saturating_add(c.loads), s.saturating_add(c.stores)));
-            let (_, clock) = self.clock(u, c.epoch)?;
-            seen_t.push(*clock.get(ti)?);
-        }
+        let (ti, ui) = (*self.index.get(&t)?, *self.index.get(&u)?);
+        let (tc, uc) = (self.streams.get(ti)?, self.streams.get(ui)?);
         let mut total = 0u64;
+        // u's epochs before `lo` happen before t's current one; from `hi` on they come after
+        // it. Both only move forward as t's epochs go on (clocks grow along program order),
+        // so the loads and stores of u's epochs in between are kept as a running window.
+        let (mut lo, mut hi) = (0usize, 0usize);
+        let (mut loads, mut stores) = (0u64, 0u64);
+        let (mut t_cursor, mut u_cursor) = (0, 0);
         for c in t_epochs {
-            let (_, clock) = self.clock(t, c.epoch)?;
-            // u's epochs before `lo` happen before this one; from `hi` on they come after.
-            let lo_epoch = *clock.get(ui)?;
-            let lo = u_epochs.partition_point(|x| x.epoch < lo_epoch);
-            let hi = seen_t.partition_point(|&s| s <= c.epoch).max(lo);
-            let (l, s) = (sums[hi].0 - sums[lo].0, sums[hi].1 - sums[lo].1);
+            let lo_epoch = tc.component(self.n, &mut t_cursor, c.epoch, ui)?;
+            // Extend the window past u's epochs that have not seen the end of this one.
+            while let Some(x) = u_epochs.get(hi) {
+                if uc.component(self.n, &mut u_cursor, x.epoch, ti)? > c.epoch {
+                    break;
+                }
+                if hi >= lo {
+                    // (Counts of one segment's accesses: their sums cannot overflow.)
+                    loads += x.loads;
+                    stores += x.stores;
+                }
+                hi += 1;
+            }
+            // Drop u's epochs that happen before this one.
+            while u_epochs.get(lo).is_some_and(|x| x.epoch < lo_epoch) {
+                if lo < hi {
+                    loads -= u_epochs[lo].loads;
+                    stores -= u_epochs[lo].stores;
+                }
+                lo += 1;
+            }
+            let (l, s) = if lo < hi { (loads, stores) } else { (0, 0) };
             total = total.saturating_add(super::phi_counts(c.stores, c.loads, s, l));
         }
         Some(total)
@@ -236,8 +361,21 @@ mod tests {
         }
     }
 
-    fn needed(list: &[(ThreadId, u32)]) -> FxHashSet<(ThreadId, u32)> {
-        list.iter().copied().collect()
+    fn packed(ops: Vec<Vec<SyncOp>>) -> Vec<Vec<PackedOp>> {
+        ops.into_iter()
+            .map(|s| s.into_iter().map(PackedOp::from).collect())
+            .collect()
+    }
+
+    fn needed(list: &[(ThreadId, u32)]) -> FxHashMap<ThreadId, Vec<u32>> {
+        let mut m: FxHashMap<ThreadId, Vec<u32>> = FxHashMap::default();
+        for &(t, e) in list {
+            m.entry(t).or_default().push(e);
+        }
+        for v in m.values_mut() {
+            v.sort_unstable();
+        }
+        m
     }
 
     #[test]
@@ -254,7 +392,7 @@ mod tests {
                 SyncOp::Release { lock: 9 },
             ],
         ];
-        let o = Ordering::of(&[1, 2], &ops, &needed(&[(1, 0), (2, 2), (2, 0)])).unwrap();
+        let o = Ordering::of(&[1, 2], &packed(ops), &needed(&[(1, 0), (2, 2), (2, 0)])).unwrap();
         let t = [count(0, 0, 1000)];
         let u = [count(2, 0, 1000)];
         // Unordered, Eq. 1 gives 2·1000 − 1; ordered, one crossing per epoch.
@@ -276,7 +414,7 @@ mod tests {
                 SyncOp::Release { lock: 2 },
             ],
         ];
-        assert!(Ordering::of(&[1, 2], &ops, &needed(&[(1, 0), (2, 0)])).is_none());
+        assert!(Ordering::of(&[1, 2], &packed(ops), &needed(&[(1, 0), (2, 0)])).is_none());
     }
 
     #[test]
@@ -294,7 +432,7 @@ mod tests {
                 SyncOp::Release { lock: 1 },
             ],
         ];
-        let o = Ordering::of(&[1, 2], &ops, &needed(&[(1, 3), (2, 3)]));
+        let o = Ordering::of(&[1, 2], &packed(ops), &needed(&[(1, 3), (2, 3)]));
         assert!(o.is_some());
     }
 }

@@ -10,10 +10,12 @@
 //! per thread and (offset, size) slot, accesses per code position), so the estimates are the
 //! same, and an access repeated a million times (a thread's accumulator) is one record.
 
+use std::borrow::Cow;
+
 use cachescope_schema::{AccessKind, CodePos, ThreadId};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::order::{EpochCount, Ordering, SyncOp};
+use super::order::{EpochCount, Ordering, PackedOp};
 use super::Layout;
 
 /// Epoch counts kept per segment at most ([`SegmentDetail::track_epochs`]); beyond, the
@@ -109,12 +111,14 @@ impl SegmentDetail {
     }
 
     /// Once sealed: orders the epochs the counts saw by the segment's lock events (`ops`,
-    /// per stream of threads `ids`), if epochs were counted.
-    pub fn order(&mut self, ids: &[ThreadId], ops: &[Vec<SyncOp>]) {
-        self.ordering = if self.track_epochs && !self.epochs.is_empty() {
-            Ordering::of(ids, ops, &self.epochs_seen())
-        } else {
-            None
+    /// per stream of threads `ids`; `None` when there were too many to keep), if epochs were
+    /// counted.
+    pub fn order(&mut self, ids: &[ThreadId], ops: Option<&[Vec<PackedOp>]>) {
+        self.ordering = match ops {
+            Some(ops) if self.track_epochs && !self.epochs.is_empty() => {
+                Ordering::of(ids, ops, &self.epochs_seen())
+            }
+            _ => None,
         };
     }
 
@@ -128,42 +132,56 @@ impl SegmentDetail {
         self.track_epochs = true;
     }
 
-    /// The (thread, epoch) pairs that accessed a marked granule.
-    fn epochs_seen(&self) -> FxHashSet<(ThreadId, u32)> {
-        let mut seen = FxHashSet::default();
+    /// Per thread, the epochs that accessed a marked granule, ascending.
+    fn epochs_seen(&self) -> FxHashMap<ThreadId, Vec<u32>> {
+        let mut seen: FxHashMap<ThreadId, Vec<u32>> = FxHashMap::default();
         for (&(_, thread), list) in &self.epochs {
-            seen.extend(list.iter().map(|c| (thread, c.epoch)));
+            seen.entry(thread)
+                .or_default()
+                .extend(list.iter().map(|c| c.epoch));
+        }
+        for epochs in seen.values_mut() {
+            epochs.sort_unstable();
+            epochs.dedup();
         }
         seen
     }
 
     /// `thread`'s loads and stores per epoch on the granules overlapping `len` bytes from
     /// `start` (a block of some layout, which may wrap around the top of the address space),
-    /// in epoch order. A granule the block covers only in part counts whole: more accesses,
-    /// so a higher estimate, never a lower one.
-    pub fn epochs_of(&self, thread: ThreadId, start: u64, len: u64) -> Vec<EpochCount> {
-        let mut out: Vec<EpochCount> = Vec::new();
+    /// in epoch order; borrowed when one granule holds them all (as with the recorded
+    /// layout). A granule the block covers only in part counts whole: more accesses, so a
+    /// higher estimate, never a lower one.
+    pub fn epochs_of(&self, thread: ThreadId, start: u64, len: u64) -> Cow<'_, [EpochCount]> {
         let last = start.wrapping_add(len.max(1) - 1) >> GRANULE_SHIFT;
+        let mut lists: Vec<&[EpochCount]> = Vec::new();
         let mut g = start >> GRANULE_SHIFT;
         loop {
             if let Some(list) = self.epochs.get(&(g, thread)) {
-                out.extend_from_slice(list);
+                lists.push(list);
             }
             if g == last {
                 break;
             }
             g = g.wrapping_add(1) & (u64::MAX >> GRANULE_SHIFT);
         }
-        out.sort_unstable_by_key(|c| c.epoch);
-        out.dedup_by(|later, kept| {
-            let same = later.epoch == kept.epoch;
-            if same {
-                kept.loads = kept.loads.saturating_add(later.loads);
-                kept.stores = kept.stores.saturating_add(later.stores);
+        match lists[..] {
+            [] => Cow::Borrowed(&[]),
+            [one] => Cow::Borrowed(one),
+            _ => {
+                let mut out: Vec<EpochCount> = lists.concat();
+                out.sort_by_key(|c| c.epoch);
+                out.dedup_by(|later, kept| {
+                    let same = later.epoch == kept.epoch;
+                    if same {
+                        kept.loads = kept.loads.saturating_add(later.loads);
+                        kept.stores = kept.stores.saturating_add(later.stores);
+                    }
+                    same
+                });
+                Cow::Owned(out)
             }
-            same
-        });
-        out
+        }
     }
 
     /// Adds an access to the epoch counts of the marked granules it overlaps.
