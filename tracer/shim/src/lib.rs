@@ -45,5 +45,6 @@ mod real;
 mod recorder;
 mod semaphore;
 mod stack;
+mod task_order;
 mod thread;
 mod tsan;

@@ -36,18 +36,23 @@
 //! copies it for the late end callbacks); the team instance travels from `parallel_begin` to
 //! the members in the region's `ompt_data_t`.
 //!
-//! Not modelled (documented): the order explicit tasks' dependences, `taskwait` and
-//! `taskgroup` give (a task's accesses are its executing thread's), `teams` leagues,
+//! The order explicit tasks' dependences, `taskwait` and `taskgroup` give is recorded as
+//! order points (`task_order.rs`: task create, dependences, schedule and sync region
+//! callbacks). Not modelled (documented): `teams` leagues,
 //! cancellation.
 
 use std::cell::UnsafeCell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use cachescope_schema::Event;
 use libc::{c_char, c_int, c_uint, c_void};
 
 use crate::pthread::{acquired, releasing};
+use crate::recorder::lock;
 use crate::stack;
+use crate::task_order::{self, Dependence};
 use crate::thread::{self, Team};
 
 /// Synthetic objects live above the user address space (as in [`crate::gomp`]).
@@ -92,6 +97,7 @@ const CB_TASK_CREATE: c_int = 5;
 const CB_TASK_SCHEDULE: c_int = 6;
 const CB_IMPLICIT_TASK: c_int = 7;
 const CB_MUTEX_RELEASED: c_int = 17;
+const CB_DEPENDENCES: c_int = 18;
 const CB_SYNC_REGION: c_int = 23;
 const CB_MUTEX_ACQUIRED: c_int = 27;
 
@@ -108,6 +114,8 @@ const SYNC_BARRIER: c_int = 1;
 const SYNC_BARRIER_IMPLICIT: c_int = 2;
 const SYNC_BARRIER_EXPLICIT: c_int = 3;
 const SYNC_BARRIER_IMPLEMENTATION: c_int = 4;
+const SYNC_TASKWAIT: c_int = 5;
+const SYNC_TASKGROUP: c_int = 6;
 const SYNC_BARRIER_IMPLICIT_WORKSHARE: c_int = 8;
 const SYNC_BARRIER_IMPLICIT_PARALLEL: c_int = 9;
 
@@ -115,6 +123,14 @@ const SYNC_BARRIER_IMPLICIT_PARALLEL: c_int = 9;
 const MUTEX_CRITICAL: c_int = 5;
 const MUTEX_ATOMIC: c_int = 6;
 const MUTEX_ORDERED: c_int = 7;
+
+// ompt_task_status_t: the prior task ended.
+const TASK_COMPLETE: c_int = 1;
+const TASK_CANCEL: c_int = 3;
+
+// ompt_dependence_type_t: doacross `source`/`sink` are no task dependences.
+const DEPENDENCE_SOURCE: c_int = 5;
+const DEPENDENCE_SINK: c_int = 6;
 
 // ompt_task_flag_t / ompt_parallel_flag_t
 const TASK_INITIAL: c_int = 0x1;
@@ -257,6 +273,9 @@ unsafe extern "C" fn initialize(
         let r = unsafe { set(event, cb) };
         ok &= r != SET_ERROR && r != SET_NEVER;
     }
+    // Without it, tasks' dependences order nothing (as before 2026-11-29): no warning.
+    // SAFETY: `on_dependences` has the signature omp-tools.h gives for the event.
+    unsafe { set(CB_DEPENDENCES, on_dependences as *const c_void) };
     if !ok {
         let msg = b"cachescope: libomp refused an OMPT callback; OpenMP synchronization may be \
                     recorded incompletely\n";
@@ -443,9 +462,23 @@ fn finish_join(st: &mut thread::ThreadState) {
 /// this value).
 const EXPLICIT_TASK: u64 = 1;
 
-/// `ompt_callback_task_create`: marks explicit tasks, for [`on_task_schedule`].
+/// An explicit task's parent and dependences, for its order points ([`task_order`]).
+#[derive(Debug, Default)]
+struct TaskOrder {
+    /// The parent's `ompt_data_t` address (its id: the runtime keeps it with the task).
+    parent: u64,
+    deps: Vec<Dependence>,
+    /// Its start was recorded (a task suspended and resumed starts once).
+    started: bool,
+}
+
+/// Explicit tasks created and not completed, by their `ompt_data_t` address.
+static TASKS: Mutex<Option<HashMap<u64, TaskOrder>>> = Mutex::new(None);
+
+/// `ompt_callback_task_create`: marks explicit tasks, for [`on_task_schedule`], and notes
+/// their parent.
 unsafe extern "C" fn on_task_create(
-    _encountering_task_data: *mut OmptData,
+    encountering_task_data: *mut OmptData,
     _encountering_task_frame: *const c_void,
     new_task_data: *mut OmptData,
     flags: c_int,
@@ -453,13 +486,53 @@ unsafe extern "C" fn on_task_create(
     _codeptr_ra: *const c_void,
 ) {
     // SAFETY: a non-null `new_task_data` is the new task's data, ours to set.
-    if let Some(td) = unsafe { new_task_data.as_mut() } {
-        td.value = if flags & TASK_EXPLICIT != 0 {
-            EXPLICIT_TASK
-        } else {
-            0
-        };
+    let Some(td) = (unsafe { new_task_data.as_mut() }) else {
+        return;
+    };
+    let explicit = flags & TASK_EXPLICIT != 0;
+    td.value = if explicit { EXPLICIT_TASK } else { 0 };
+    if explicit && thread::current().is_some() {
+        let (task, parent) = (new_task_data as u64, encountering_task_data as u64);
+        thread::quietly(|| {
+            lock(&TASKS)
+                .get_or_insert_with(HashMap::new)
+                .entry(task)
+                .or_default()
+                .parent = parent
+        });
+        task_order::task_created(parent);
     }
+}
+
+/// `ompt_dependence_t`.
+#[repr(C)]
+struct OmptDependence {
+    variable: OmptData,
+    dependence_type: c_int,
+}
+
+/// `ompt_callback_dependences`: a new task's dependences (after its creation).
+unsafe extern "C" fn on_dependences(
+    task_data: *mut OmptData,
+    deps: *const OmptDependence,
+    ndeps: c_int,
+) {
+    let n = usize::try_from(ndeps).unwrap_or(0);
+    if deps.is_null() || n == 0 || thread::current().is_none() {
+        return;
+    }
+    // SAFETY: the runtime passes `ndeps` dependences at `deps`, valid during the call.
+    let deps = unsafe { std::slice::from_raw_parts(deps, n) };
+    let task = task_data as u64;
+    thread::quietly(|| {
+        let mut g = lock(&TASKS);
+        let entry = g.get_or_insert_with(HashMap::new).entry(task).or_default();
+        entry.deps.extend(
+            deps.iter()
+                .filter(|d| !matches!(d.dependence_type, DEPENDENCE_SOURCE | DEPENDENCE_SINK))
+                .map(|d| d.variable.value),
+        );
+    });
 }
 
 /// `ompt_callback_task_schedule`: a task switch. The thread runs an explicit task from now
@@ -468,19 +541,47 @@ unsafe extern "C" fn on_task_create(
 /// records nothing until it is woken for the next region, if ever: its accesses are
 /// published here, or a program's end would lose them.
 unsafe extern "C" fn on_task_schedule(
-    _prior_task_data: *mut OmptData,
-    _prior_task_status: c_int,
+    prior_task_data: *mut OmptData,
+    prior_task_status: c_int,
     next_task_data: *mut OmptData,
 ) {
+    if thread::current().is_none() {
+        return;
+    }
+    // An explicit task that completed: its order points, recorded while it still counts as
+    // running (in a barrier too, `ThreadState::waiting`).
+    // SAFETY: a non-null `prior_task_data` is the prior task's data, read only.
+    let prior = unsafe { prior_task_data.as_ref() }.map_or(0, |d| d.value);
+    if prior == EXPLICIT_TASK && matches!(prior_task_status, TASK_COMPLETE | TASK_CANCEL) {
+        let key = prior_task_data as u64;
+        let done = thread::quietly(|| lock(&TASKS).as_mut()?.remove(&key));
+        if let Some(t) = done {
+            task_order::task_completed(t.parent, &t.deps);
+            thread::quietly(|| drop(t));
+        }
+    }
+    // SAFETY: a non-null `next_task_data` is the next task's data, read only.
+    let next = unsafe { next_task_data.as_ref() }.map_or(0, |d| d.value);
     if let Some(st) = thread::current() {
-        // SAFETY: a non-null `next_task_data` is the next task's data, read only.
-        let next = unsafe { next_task_data.as_ref() }.map_or(0, |d| d.value);
         st.in_task = next == EXPLICIT_TASK;
         st.publish();
     }
+    if next == EXPLICIT_TASK {
+        let key = next_task_data as u64;
+        let started = thread::quietly(|| {
+            let mut g = lock(&TASKS);
+            let t = g.as_mut()?.get_mut(&key)?;
+            (!std::mem::replace(&mut t.started, true)).then(|| (t.parent, t.deps.clone()))
+        });
+        if let Some((parent, deps)) = started {
+            task_order::task_starts(parent, &deps);
+            thread::quietly(|| drop(deps));
+        }
+    }
 }
 
-/// `ompt_callback_sync_region`: team barriers and the join barrier.
+/// `ompt_callback_sync_region`: team barriers and the join barrier; the end of a `taskwait`
+/// or `taskgroup` ([`task_order`]).
 unsafe extern "C" fn on_sync_region(
     kind: c_int,
     endpoint: c_int,
@@ -488,6 +589,13 @@ unsafe extern "C" fn on_sync_region(
     task_data: *mut OmptData,
     codeptr_ra: *const c_void,
 ) {
+    // The end of a `taskwait` or `taskgroup`: the task follows its children.
+    if matches!(kind, SYNC_TASKWAIT | SYNC_TASKGROUP) {
+        if endpoint == SCOPE_END && !task_data.is_null() {
+            task_order::children_waited(task_data as u64);
+        }
+        return;
+    }
     // SAFETY: a non-null `task_data` is the current task's data, used by this thread only.
     let Some(td) = (unsafe { task_data.as_mut() }) else {
         return;
