@@ -359,6 +359,39 @@ fn hand_overs_by_c11_threads_semaphores_clockwait_and_other_locks_are_ordered() 
 }
 
 #[test]
+fn tasks_ordered_by_taskwait_depend_or_taskgroup_are_not_concurrent() {
+    // Two tasks write neighbouring counters one after the other, as `taskwait`, `depend` or
+    // a `taskgroup` orders them. Before 2026-11-29 that order was not recorded: whenever
+    // the tasks ran on different threads they counted as concurrent and were flagged
+    // (a review's programs, about half of the runs). Each build is recorded until the
+    // tasks ran on different threads (the program lets the other thread take them).
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("omp_task_order.c");
+    for compiler in compilers() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("task-order-{compiler}{opt}");
+            let prog = build(dir.path(), &name, compiler, &src, &[opt, "-g", "-fopenmp"]);
+            for mode in ["taskwait", "depend", "taskgroup"] {
+                let what = format!("{name} {mode}");
+                let mut apart = false;
+                for attempt in 0..6 {
+                    let trace = dir.path().join(format!("{name}-{mode}-{attempt}.cstrace"));
+                    let out = record(&trace, &prog, &[mode], 2);
+                    assert!(out.ends_with("2000000 2000000\n"), "{what}: {out}");
+                    let (code, json, _) = audit_json(&trace);
+                    assert_eq!(code, 0, "{what} ({out}): {:#}", json["findings"]);
+                    if out.starts_with("ran 0 1") || out.starts_with("ran 1 0") {
+                        apart = true;
+                        break;
+                    }
+                }
+                assert!(apart, "{what}: the tasks never ran on different threads");
+            }
+        }
+    }
+}
+
+#[test]
 fn nest_locks_and_ordered_sections_are_locks_with_either_runtime() {
     // gcc's libgomp recorded neither (the replay ran the ordered sections and the nest-locked
     // updates of both threads at once); LLVM libomp's nest locks came through OMPT.

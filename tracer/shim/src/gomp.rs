@@ -11,9 +11,9 @@
 //! which is the recorded order of acquisitions replay follows). OpenMP nest locks record their
 //! outermost acquisition and the release that frees them (the holder's nested acquisitions
 //! cannot wait), with either runtime: the interposers catch libomp's functions too.
-//! Not modelled (documented): the order tasks' dependences, `taskwait` and `taskgroup` give
-//! (a task's accesses are its executing thread's, beside the region's), nested parallelism beyond keeping
-//! the team stack, cancellation points.
+//! Explicit tasks (`GOMP_task`, `GOMP_taskwait`, `GOMP_taskgroup_end`) are in
+//! `gomp_tasks.rs`. Not modelled (documented): nested parallelism beyond keeping the team
+//! stack, cancellation points.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -103,6 +103,9 @@ extern "C" fn run_region(p: *mut c_void) {
         barrier: TEAM_BASE | r.team,
         size,
     };
+    // The member's implicit task, the parent of the explicit tasks it creates.
+    let outer_task = thread::current()
+        .map(|st| std::mem::replace(&mut st.task, crate::gomp_tasks::next_task_id()));
     if let Some(st) = thread::current() {
         // The team exists: threads the region's code creates are the program's.
         st.forking = false;
@@ -140,6 +143,9 @@ extern "C" fn run_region(p: *mut c_void) {
     if let Some(st) = thread::current() {
         st.push(Event::RegionEnd { region });
         st.quiet(|st| st.teams.pop());
+        if let Some(outer) = outer_task {
+            st.task = outer;
+        }
     }
 }
 

@@ -35,6 +35,7 @@ mod exec;
 mod exit;
 mod fds;
 mod gomp;
+mod gomp_tasks;
 mod locks;
 mod mem;
 mod modules;

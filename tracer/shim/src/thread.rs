@@ -178,6 +178,10 @@ pub(crate) struct ThreadState {
     /// Set while the thread runs an explicit OpenMP task (`ompt.rs`): in a barrier too, its
     /// mutexes and heap calls are then the program's (see [`ThreadState::waiting`]).
     pub in_task: bool,
+    /// With libgomp: the id of the OpenMP task the thread runs (a region member's implicit
+    /// task or an explicit one; 0 outside regions), the parent of the tasks it creates and
+    /// the task its `taskwait` waits in (`gomp_tasks.rs`).
+    pub task: u64,
     /// Mutexes taken while [`ThreadState::waiting`] and not recorded: their releases are
     /// not recorded either.
     pub unrecorded_locks: Vec<u64>,
@@ -348,6 +352,7 @@ fn create() -> Option<&'static mut ThreadState> {
         blocks: vec![CachedBlock::default(); BLOCK_CACHE].into_boxed_slice(),
         in_barrier: false,
         in_task: false,
+        task: 0,
         unrecorded_locks: Vec::with_capacity(4),
         nest_locks: Vec::new(),
         pending_joins: Vec::with_capacity(4),
