@@ -243,6 +243,19 @@ pub enum Event {
     },
 }
 
+/// Lock objects with this bit are *order objects* the recorder made up for synchronization
+/// that orders code but holds nothing (a semaphore, a condition variable's signals, OpenMP
+/// tasks): each acquisition and release pair on one is a point in its order. A point is a
+/// *source* (its code before it comes before later sinks: a post, a signal, a task's
+/// creation or completion) or, when the thread's next lock events are a pair on the object
+/// with [`ORDER_SINK_MARK`] too, a *sink* (its code after it follows the sources before it:
+/// a completed wait, the start of a task, a `taskwait`). Analyses order code by these only;
+/// replay treats them as any lock.
+pub const ORDER_OBJECT: u64 = 1 << 61;
+
+/// With [`ORDER_OBJECT`]: marks the point just before it on the same object as a sink.
+pub const ORDER_SINK_MARK: u64 = 1 << 60;
+
 /// Most [`Event::StackFrame`] events a recorder writes at once, and that readers keep per
 /// thread: a local variable shared with other threads is usually in the function that starts
 /// them, or a few callers out, and an OpenMP runtime may add a few frames of its own

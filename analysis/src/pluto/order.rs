@@ -7,12 +7,19 @@
 //! other (2026-11-29 review: a padded mutex + condition variable hand-over, C and C++, flagged
 //! with ~800,000 events while the replay simulated none).
 //!
-//! Each thread's part of a segment is cut into *epochs* at its lock events (every
-//! acquisition and release starts a new one; semaphores and C11 mutexes are recorded as lock
-//! events too). Acquisition #k of a lock follows the release of #k−1 (the trace numbers them
-//! in the order they happened), which gives each epoch a vector clock: epoch (u, f) happens
-//! before (t, e) when t, at e, has seen the end of u's epoch f. Only two epochs that are
-//! ordered neither way can interleave.
+//! Each thread's part of a segment is cut into *epochs* at its points of *order objects*:
+//! synchronization that orders code without holding anything, which the recorder writes as
+//! lock events on objects with the schema's `ORDER_OBJECT` bit — a semaphore's posts and
+//! waits, a condition variable's signals and completed waits, OpenMP tasks' creation, start,
+//! completion, `taskwait` and dependences. A point is a *source* (a post, a signal, a task's
+//! creation or completion) or a *sink* (a completed wait, a task's start, a `taskwait`):
+//! code after a sink follows the code before every source of the object recorded before it.
+//! Sources do not follow each other, nor sinks, and plain locks (mutexes, spin locks,
+//! OpenMP `critical`, read-write locks) order nothing here: which thread took a lock first is
+//! how this run went, not what the program requires, and an estimate that followed it would
+//! change from recording to recording (2026-11-29 review: two workers bumping a counter under
+//! a mutex between writes to neighbouring slots passed or failed depending on the run). Each
+//! epoch gets a vector clock; only two epochs that are ordered neither way can interleave.
 //!
 //! **The ordered estimate of a pair of threads** on a block, with per epoch the thread's
 //! loads and stores there: for each epoch e of t, the accesses of u in the epochs concurrent
@@ -25,6 +32,7 @@
 //! (the true/false split of the unordered counts). A segment without a lock passed between
 //! threads is estimated as before.
 
+use cachescope_schema::event::{ORDER_OBJECT, ORDER_SINK_MARK};
 use cachescope_schema::ThreadId;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -129,19 +137,20 @@ pub(super) struct EpochCount {
 }
 
 /// Vector clocks of a segment's epochs, for the epochs that accessed blocks counted in
-/// detail.
+/// detail. Only threads with points of order objects have clocks; the others are in their
+/// epoch 0 throughout and see no other thread's epochs end.
 #[derive(Debug, Default)]
 pub(super) struct Ordering {
-    /// Stream index of each thread.
+    /// Index of each thread with points in the segment.
     index: FxHashMap<ThreadId, usize>,
-    /// Threads (streams) in the segment: the length of every clock.
+    /// Threads with points: the length of every clock.
     n: usize,
-    /// Per stream, the clocks of its needed epochs.
+    /// Per such thread, the clocks of its needed epochs.
     streams: Vec<StreamClocks>,
 }
 
 /// The clocks of one stream's needed epochs, side by side: for each epoch (ascending), how
-/// many epochs of each stream it has seen end (its own: its epoch number).
+/// many epochs of each stream with points it has seen end (its own: its epoch number).
 #[derive(Debug, Default)]
 struct StreamClocks {
     epochs: Vec<u32>,
@@ -163,45 +172,56 @@ impl StreamClocks {
     }
 }
 
-/// Vector clock entries kept per segment at most (epochs needed × threads); beyond, the
-/// segment is estimated without order (as before; only ever a higher estimate).
+/// Vector clock entries kept per segment at most (epochs needed × threads with points);
+/// beyond, the segment is estimated without order (as before; only ever a higher estimate).
 const CLOCK_ENTRIES_MAX: usize = 1 << 24;
 
+/// Whether lock events on `lock` are points of an order object (see the module docs).
+pub(super) fn orders(lock: u64) -> bool {
+    lock & ORDER_OBJECT != 0
+}
+
 impl Ordering {
-    /// The order of a segment whose streams (threads `ids`) had the lock events `ops`, with
-    /// clocks for the epochs in `needed` (per thread, ascending); `None` when no lock passed
-    /// between two threads (or the clocks would take too much room): nothing is ordered
-    /// beyond program order.
+    /// The order of a segment whose streams (threads `ids`) had the points `ops` (lock
+    /// events on order objects), with clocks for the epochs in `needed` (per thread,
+    /// ascending); `None` when no sink followed another thread's source (or the clocks would
+    /// take too much room): nothing is ordered beyond program order.
     pub fn of(
         ids: &[ThreadId],
         ops: &[Vec<PackedOp>],
         needed: &FxHashMap<ThreadId, Vec<u32>>,
     ) -> Option<Ordering> {
-        let n = ids.len().min(ops.len());
-        let count: usize = needed.values().map(Vec::len).sum();
+        // Streams with points, in stream order.
+        let active: Vec<usize> = (0..ids.len().min(ops.len()))
+            .filter(|&i| !ops[i].is_empty())
+            .collect();
+        let n = active.len();
+        let count: usize = active
+            .iter()
+            .filter_map(|&i| needed.get(&ids[i]))
+            .map(Vec::len)
+            .sum();
         if n < 2 || count.saturating_mul(n) > CLOCK_ENTRIES_MAX {
             return None;
         }
-        let index: FxHashMap<ThreadId, usize> = ids
+        let index: FxHashMap<ThreadId, usize> = active
             .iter()
-            .take(n)
             .enumerate()
-            .map(|(i, &t)| (t, i))
+            .map(|(a, &i)| (ids[i], a))
+            .collect();
+        let ops: Vec<&[PackedOp]> = active.iter().map(|&i| &ops[i][..]).collect();
+        let wanted: Vec<&[u32]> = active
+            .iter()
+            .map(|&i| needed.get(&ids[i]).map_or(&[][..], |v| &v[..]))
             .collect();
         let mut streams: Vec<StreamClocks> = (0..n).map(|_| StreamClocks::default()).collect();
-        let mut wanted: Vec<&[u32]> = vec![&[]; n];
-        for (t, epochs) in needed {
-            if let Some(&i) = index.get(t) {
-                wanted[i] = epochs;
-            }
-        }
-        // Per lock, its first acquisition in the segment: acquisition #k waits for the
+        // Per object, its first acquisition in the segment: acquisition #k waits for the
         // release of #k−1 only if that one was acquired in the segment too (else it came
-        // before). One whose release never comes (a lock held at the segment's end) stops
-        // the walk, which lets it go on without (`given_up`).
+        // before). One whose release never comes stops the walk, which then lets it go on
+        // without (`given_up`).
         let mut first_order: FxHashMap<u64, u64> = FxHashMap::default();
-        for stream in ops.iter().take(n) {
-            for op in stream {
+        for stream in &ops {
+            for op in stream.iter() {
                 if let SyncOp::Acquire { lock, order } = op.get() {
                     let first = first_order.entry(lock).or_insert(order);
                     *first = (*first).min(order);
@@ -223,9 +243,11 @@ impl Ordering {
                 streams[i].clocks.extend_from_slice(clock);
             }
         };
-        let mut held: Vec<FxHashMap<u64, u64>> = vec![FxHashMap::default(); n];
-        // Clocks at releases, until the next acquisition takes them.
-        let mut released: FxHashMap<(u64, u64), (usize, Vec<u32>)> = FxHashMap::default();
+        // Per stream and object: the acquisition it holds, and whether it is a sink.
+        let mut held: Vec<FxHashMap<u64, (u64, bool)>> = vec![FxHashMap::default(); n];
+        // Per object: the last acquisition released, and the sources' clocks so far.
+        let mut released: FxHashMap<u64, u64> = FxHashMap::default();
+        let mut sources: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         let mut edges = false;
         for (i, c) in vc.iter().enumerate() {
             keep(i, 0, c, &mut streams);
@@ -235,32 +257,50 @@ impl Ordering {
             let mut blocked = None;
             for i in 0..n {
                 while let Some(op) = ops[i].get(pos[i]).map(|p| p.get()) {
-                    if let SyncOp::Acquire { lock, order } = op {
-                        let prev = order.checked_sub(1).map(|p| (lock, p));
-                        let waits = prev.filter(|&(l, p)| {
-                            first_order.get(&l).is_some_and(|&f| p >= f)
-                                && !given_up.contains(&(l, p))
-                        });
-                        match waits.map(|p| released.remove(&p)) {
-                            // Its release was not reached yet.
-                            Some(None) => {
+                    match op {
+                        // Marks: no order of their own.
+                        SyncOp::Acquire { lock, .. } | SyncOp::Release { lock }
+                            if lock & ORDER_SINK_MARK != 0 => {}
+                        SyncOp::Acquire { lock, order } => {
+                            let waits = order.checked_sub(1).is_some_and(|p| {
+                                first_order.get(&lock).is_some_and(|&f| p >= f)
+                                    && !given_up.contains(&(lock, p))
+                                    && released.get(&lock).is_none_or(|&r| r < p)
+                            });
+                            if waits {
+                                // The release of #k−1 was not reached yet.
                                 blocked.get_or_insert(i);
                                 break;
                             }
-                            Some(Some((from, at))) => {
-                                edges |= from != i;
-                                for (mine, theirs) in vc[i].iter_mut().zip(at) {
-                                    *mine = (*mine).max(theirs);
+                            let sink = ops[i].get(pos[i] + 2).is_some_and(|m| {
+                                matches!(m.get(), SyncOp::Acquire { lock: l, .. }
+                                    if l == lock | ORDER_SINK_MARK)
+                            });
+                            if sink {
+                                if let Some(at) = sources.get(&lock) {
+                                    for (k, (mine, &theirs)) in vc[i].iter_mut().zip(at).enumerate()
+                                    {
+                                        edges |= k != i && theirs > *mine;
+                                        *mine = (*mine).max(theirs);
+                                    }
                                 }
                             }
-                            None => {}
+                            held[i].insert(lock, (order, sink));
                         }
-                        held[i].insert(lock, order);
-                    } else if let SyncOp::Release { lock } = op {
-                        if let Some(k) = held[i].remove(&lock) {
-                            let mut at = vc[i].clone();
-                            at[i] = at[i].saturating_add(1);
-                            released.insert((lock, k), (i, at));
+                        SyncOp::Release { lock } => {
+                            if let Some((k, sink)) = held[i].remove(&lock) {
+                                if !sink {
+                                    // A source: its code so far comes before later sinks.
+                                    let mut at = vc[i].clone();
+                                    at[i] = at[i].saturating_add(1);
+                                    let all = sources.entry(lock).or_insert_with(|| vec![0; n]);
+                                    for (s, a) in all.iter_mut().zip(at) {
+                                        *s = (*s).max(a);
+                                    }
+                                }
+                                let r = released.entry(lock).or_insert(k);
+                                *r = (*r).max(k);
+                            }
                         }
                     }
                     pos[i] += 1;
@@ -274,9 +314,9 @@ impl Ordering {
                 break;
             }
             if !moved {
-                // Acquisitions waiting for releases that do not come (a lock held at the
-                // segment's end; or, in an inconsistent trace, for each other): the first
-                // goes ahead without its release.
+                // Acquisitions waiting for releases that do not come (a point's release
+                // missing from the segment; or, in an inconsistent trace, waits for each
+                // other): the first goes ahead without.
                 let Some(i) = blocked else { break };
                 if let Some(SyncOp::Acquire { lock, order }) = ops[i].get(pos[i]).map(|p| p.get()) {
                     given_up.insert((lock, order.saturating_sub(1)));
@@ -284,6 +324,18 @@ impl Ordering {
             }
         }
         edges.then_some(Ordering { index, n, streams })
+    }
+
+    /// Component `of` (a thread) of `thread`'s clock at `epoch`, moving `cursor` forward.
+    /// A thread without points is in epoch 0 and sees no other thread's epochs end.
+    fn view(&self, thread: ThreadId, cursor: &mut usize, epoch: u32, of: ThreadId) -> Option<u32> {
+        match self.index.get(&thread) {
+            None => (epoch == 0).then_some(0),
+            Some(&i) => match self.index.get(&of) {
+                None => Some(0),
+                Some(&o) => self.streams.get(i)?.component(self.n, cursor, epoch, o),
+            },
+        }
     }
 
     /// The alternations the accesses of threads `t` and `u` on a block can make at most,
@@ -311,8 +363,6 @@ impl Ordering {
         u: ThreadId,
         u_epochs: &[EpochCount],
     ) -> Option<u64> {
-        let (ti, ui) = (*self.index.get(&t)?, *self.index.get(&u)?);
-        let (tc, uc) = (self.streams.get(ti)?, self.streams.get(ui)?);
         let mut total = 0u64;
         // u's epochs before `lo` happen before t's current one; from `hi` on they come after
         // it. Both only move forward as t's epochs go on (clocks grow along program order),
@@ -321,10 +371,10 @@ impl Ordering {
         let (mut loads, mut stores) = (0u64, 0u64);
         let (mut t_cursor, mut u_cursor) = (0, 0);
         for c in t_epochs {
-            let lo_epoch = tc.component(self.n, &mut t_cursor, c.epoch, ui)?;
+            let lo_epoch = self.view(t, &mut t_cursor, c.epoch, u)?;
             // Extend the window past u's epochs that have not seen the end of this one.
             while let Some(x) = u_epochs.get(hi) {
-                if uc.component(self.n, &mut u_cursor, x.epoch, ti)? > c.epoch {
+                if self.view(u, &mut u_cursor, x.epoch, t)? > c.epoch {
                     break;
                 }
                 if hi >= lo {
@@ -378,61 +428,71 @@ mod tests {
         m
     }
 
+    const O: u64 = ORDER_OBJECT | 0x9000;
+
+    /// A source point of `obj` numbered `order`.
+    fn source(obj: u64, order: u64) -> Vec<SyncOp> {
+        vec![
+            SyncOp::Acquire { lock: obj, order },
+            SyncOp::Release { lock: obj },
+        ]
+    }
+
+    /// A sink point of `obj` numbered `order` (its mark numbered `mark`).
+    fn sink(obj: u64, order: u64, mark: u64) -> Vec<SyncOp> {
+        let m = obj | ORDER_SINK_MARK;
+        vec![
+            SyncOp::Acquire { lock: obj, order },
+            SyncOp::Release { lock: obj },
+            SyncOp::Acquire {
+                lock: m,
+                order: mark,
+            },
+            SyncOp::Release { lock: m },
+        ]
+    }
+
     #[test]
-    fn a_hand_over_through_a_lock_orders_the_phases_around_it() {
-        // Thread 1 writes (epoch 0), takes and releases the lock (epochs 1, 2); thread 2
-        // takes it after that release (its epoch 1) and writes from epoch 2 on.
-        let ops = vec![
-            vec![
-                SyncOp::Acquire { lock: 9, order: 0 },
-                SyncOp::Release { lock: 9 },
-            ],
-            vec![
-                SyncOp::Acquire { lock: 9, order: 1 },
-                SyncOp::Release { lock: 9 },
-            ],
-        ];
-        let o = Ordering::of(&[1, 2], &packed(ops), &needed(&[(1, 0), (2, 2), (2, 0)])).unwrap();
+    fn a_wait_after_a_post_follows_the_posters_code_before_it() {
+        // Thread 1 writes (epoch 0) and posts; thread 2's wait returns after the post and
+        // it writes from epoch 4 on (after the sink and its mark).
+        let ops = packed(vec![source(O, 0), sink(O, 1, 0)]);
+        let o = Ordering::of(&[1, 2], &ops, &needed(&[(1, 0), (2, 4), (2, 0)])).unwrap();
         let t = [count(0, 0, 1000)];
-        let u = [count(2, 0, 1000)];
+        let u = [count(4, 0, 1000)];
         // Unordered, Eq. 1 gives 2·1000 − 1; ordered, one crossing per epoch.
         assert_eq!(o.pair_bound(1, &t, 2, &u), Some(2));
-        // Before its acquisition thread 2 runs beside thread 1's writes.
+        // Before its wait thread 2 runs beside thread 1's writes.
         let u_early = [count(0, 0, 1000)];
         assert_eq!(o.pair_bound(1, &t, 2, &u_early), Some(1999 + 2));
     }
 
     #[test]
-    fn locks_a_thread_keeps_to_itself_order_nothing() {
-        let ops = vec![
-            vec![
-                SyncOp::Acquire { lock: 1, order: 0 },
-                SyncOp::Release { lock: 1 },
-            ],
-            vec![
-                SyncOp::Acquire { lock: 2, order: 0 },
-                SyncOp::Release { lock: 2 },
-            ],
-        ];
-        assert!(Ordering::of(&[1, 2], &packed(ops), &needed(&[(1, 0), (2, 0)])).is_none());
+    fn sources_do_not_follow_each_other_nor_sinks() {
+        // Two posts in a row by different threads: no order between them.
+        let ops = packed(vec![source(O, 0), source(O, 1)]);
+        assert!(Ordering::of(&[1, 2], &ops, &needed(&[(1, 0), (2, 0)])).is_none());
+        // Two waits in a row (after a post by a third thread): they follow the post, not
+        // each other.
+        let ops = packed(vec![source(O, 0), sink(O, 1, 0), sink(O, 2, 1)]);
+        let o = Ordering::of(&[1, 2, 3], &ops, &needed(&[(2, 0), (2, 4), (3, 0), (3, 4)])).unwrap();
+        let (two, three) = ([count(4, 0, 1000)], [count(4, 0, 1000)]);
+        assert_eq!(o.pair_bound(2, &two, 3, &three), Some(1999 + 2));
+        // Thread 2 before its wait and thread 3 after its own: concurrent too.
+        let two_early = [count(0, 0, 1000)];
+        assert_eq!(o.pair_bound(2, &two_early, 3, &three), Some(1999 + 2));
     }
 
     #[test]
-    fn acquisitions_waiting_for_each_other_end_without_hanging() {
-        // Each waits for a release only the other's later acquisition would give.
-        let ops = vec![
-            vec![
-                SyncOp::Acquire { lock: 1, order: 1 },
-                SyncOp::Acquire { lock: 2, order: 0 },
-                SyncOp::Release { lock: 2 },
-            ],
-            vec![
-                SyncOp::Acquire { lock: 2, order: 1 },
-                SyncOp::Acquire { lock: 1, order: 0 },
-                SyncOp::Release { lock: 1 },
-            ],
-        ];
-        let o = Ordering::of(&[1, 2], &packed(ops), &needed(&[(1, 3), (2, 3)]));
+    fn sinks_waiting_for_each_other_end_without_hanging() {
+        // Each waits for a source only the other's later point would give.
+        let a = ORDER_OBJECT | 0x1000;
+        let b = ORDER_OBJECT | 0x2000;
+        let mut one = sink(a, 1, 0);
+        one.extend(source(b, 0));
+        let mut two = sink(b, 1, 0);
+        two.extend(source(a, 0));
+        let o = Ordering::of(&[1, 2], &packed(vec![one, two]), &needed(&[(1, 6), (2, 6)]));
         assert!(o.is_some());
     }
 }

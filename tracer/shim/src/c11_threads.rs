@@ -41,8 +41,10 @@ struct C11Start {
 /// result the way glibc converts it (`(void *) (uintptr_t) result`, read back by `thrd_join`
 /// as `(int) (uintptr_t)`).
 extern "C" fn start_c11(p: *mut c_void) -> *mut c_void {
-    // SAFETY: `p` is the `C11Start` boxed by `thrd_create` below, handed to exactly this thread.
-    let s = unsafe { Box::from_raw(p.cast::<C11Start>()) };
+    // SAFETY: `p` is the `C11Start` boxed by `thrd_create` below, handed to exactly this
+    // thread; freed before the program's function runs (which may end in `thrd_exit`), and
+    // quietly (the shim's block, not the program's).
+    let s = thread::quietly(|| *unsafe { Box::from_raw(p.cast::<C11Start>()) });
     let rc = (s.func)(s.arg);
     rc as isize as *mut c_void
 }
@@ -105,6 +107,20 @@ pub unsafe extern "C" fn mtx_timedlock(m: *mut c_void, t: *const libc::timespec)
 pub unsafe extern "C" fn mtx_unlock(m: *mut c_void) -> c_int {
     // SAFETY: as in `mtx_lock`.
     thrd_result(unsafe { pthread::pthread_mutex_unlock(m.cast::<pthread_mutex_t>()) })
+}
+
+/// Interposed `cnd_signal`: a source of the condition variable's order.
+#[no_mangle]
+pub unsafe extern "C" fn cnd_signal(c: *mut c_void) -> c_int {
+    // SAFETY: a `cnd_t` holds a `pthread_cond_t` (glibc).
+    thrd_result(unsafe { pthread::pthread_cond_signal(c.cast::<pthread_cond_t>()) })
+}
+
+/// Interposed `cnd_broadcast`: a source of the condition variable's order.
+#[no_mangle]
+pub unsafe extern "C" fn cnd_broadcast(c: *mut c_void) -> c_int {
+    // SAFETY: as in `cnd_signal`.
+    thrd_result(unsafe { pthread::pthread_cond_broadcast(c.cast::<pthread_cond_t>()) })
 }
 
 /// Interposed `cnd_wait`: releases and re-acquires the mutex.

@@ -113,7 +113,7 @@ extern "C" fn run_task(p: *mut c_void) {
         unsafe { std::slice::from_raw_parts(h.deps, h.ndeps) }
     };
     let outer = thread::current().map(|st| std::mem::replace(&mut st.task, h.id));
-    task_order::task_starts(h.parent, deps);
+    task_order::task_starts(h.id, deps);
     (h.func)(payload);
     task_order::task_completed(h.parent, deps);
     if let (Some(outer), Some(st)) = (outer, thread::current()) {
@@ -193,12 +193,13 @@ pub unsafe extern "C" fn GOMP_task(
     } else {
         thread::quietly(|| Box::into_raw(deps.into_boxed_slice())).cast::<Dependence>()
     };
+    let id = next_task_id();
     let header = TaskHeader {
         func,
         copy,
         src: data,
         payload,
-        id: next_task_id(),
+        id,
         parent,
         deps,
         ndeps,
@@ -211,7 +212,7 @@ pub unsafe extern "C" fn GOMP_task(
             std::ptr::copy_nonoverlapping(data.cast::<u8>(), block.add(payload), size);
         }
     }
-    task_order::task_created(parent);
+    task_order::task_created(id);
     // SAFETY: our function and block in place of the program's, same flags and dependences;
     // the block outlives the call (libgomp copies it or runs the task before returning).
     unsafe {

@@ -3,14 +3,14 @@
 //!
 //! A spin lock is a lock like a mutex: its acquisitions are numbered while it is held.
 //! A read-write lock is held by several readers at once, which the replay's lock model (one
-//! holder) cannot express, so each of its acquisitions and each unlock is a point in the
-//! lock's order instead ([`pthread::order_point`]): a reader that took the lock after a
-//! writer's unlock follows everything the writer did before it (`std::shared_mutex` is one;
-//! 2026-11-29: a hand-over through one was flagged as false sharing).
+//! holder) cannot express, so each of its acquisitions and each unlock is recorded as an
+//! acquisition and release of the lock at once: replay follows the recorded order of them.
+//! The audit takes none of these as ordering code (mutual exclusion only: which thread got
+//! a lock first is the run's, not the program's; docs/audit.md).
 
 use libc::{c_int, pthread_rwlock_t, pthread_spinlock_t};
 
-use crate::pthread::{acquired, order_point, releasing};
+use crate::pthread::{acquired, releasing};
 use crate::real::real_fn;
 
 real_fn! {
@@ -32,12 +32,18 @@ real_fn! {
     real_spin_unlock: "pthread_spin_unlock" => unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
 }
 
-/// Records the point of a read-write lock taken (`rc` 0), read or write.
+/// Records a read-write lock taken (`rc` 0), read or write, as an acquisition and release.
 fn taken(l: *mut pthread_rwlock_t, rc: c_int) -> c_int {
     if rc == 0 {
-        order_point(l as u64);
+        point(l as u64);
     }
     rc
+}
+
+/// An acquisition and release of `obj` at once.
+fn point(obj: u64) {
+    acquired(obj);
+    releasing(obj);
 }
 
 /// Interposed `pthread_rwlock_rdlock`.
@@ -114,7 +120,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
 /// takes the lock after it follows it.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
-    order_point(l as u64);
+    point(l as u64);
     // SAFETY: forwarding.
     unsafe { real_rwunlock()(l) }
 }

@@ -366,6 +366,14 @@ unsafe extern "C" fn on_implicit_task(
     let Some(td) = (unsafe { task_data.as_mut() }) else {
         return;
     };
+    // The task the thread runs, the parent of the explicit tasks it creates (the runtime
+    // reports a creator's data at `task_create` at another address than at a `taskgroup`'s
+    // end: the shim keeps its own notion, `ThreadState::task`).
+    if endpoint == SCOPE_BEGIN {
+        if let Some(st) = thread::current() {
+            st.task = task_data as u64;
+        }
+    }
     if flags & TASK_INITIAL != 0 {
         // The initial thread's (or a league's) initial task: no region.
         if endpoint == SCOPE_BEGIN {
@@ -465,8 +473,10 @@ const EXPLICIT_TASK: u64 = 1;
 /// An explicit task's parent and dependences, for its order points ([`task_order`]).
 #[derive(Debug, Default)]
 struct TaskOrder {
-    /// The parent's `ompt_data_t` address (its id: the runtime keeps it with the task).
+    /// The parent's id (`ThreadState::task` of the creating thread).
     parent: u64,
+    /// The task its executing thread ran before it (restored when it completes).
+    outer: u64,
     deps: Vec<Dependence>,
     /// Its start was recorded (a task suspended and resumed starts once).
     started: bool,
@@ -478,7 +488,7 @@ static TASKS: Mutex<Option<HashMap<u64, TaskOrder>>> = Mutex::new(None);
 /// `ompt_callback_task_create`: marks explicit tasks, for [`on_task_schedule`], and notes
 /// their parent.
 unsafe extern "C" fn on_task_create(
-    encountering_task_data: *mut OmptData,
+    _encountering_task_data: *mut OmptData,
     _encountering_task_frame: *const c_void,
     new_task_data: *mut OmptData,
     flags: c_int,
@@ -491,8 +501,9 @@ unsafe extern "C" fn on_task_create(
     };
     let explicit = flags & TASK_EXPLICIT != 0;
     td.value = if explicit { EXPLICIT_TASK } else { 0 };
-    if explicit && thread::current().is_some() {
-        let (task, parent) = (new_task_data as u64, encountering_task_data as u64);
+    let parent = thread::current().map(|st| st.task);
+    if let (true, Some(parent)) = (explicit, parent) {
+        let task = new_task_data as u64;
         thread::quietly(|| {
             lock(&TASKS)
                 .get_or_insert_with(HashMap::new)
@@ -500,7 +511,7 @@ unsafe extern "C" fn on_task_create(
                 .or_default()
                 .parent = parent
         });
-        task_order::task_created(parent);
+        task_order::task_created(task);
     }
 }
 
@@ -557,6 +568,9 @@ unsafe extern "C" fn on_task_schedule(
         let done = thread::quietly(|| lock(&TASKS).as_mut()?.remove(&key));
         if let Some(t) = done {
             task_order::task_completed(t.parent, &t.deps);
+            if let Some(st) = thread::current() {
+                st.task = t.outer;
+            }
             thread::quietly(|| drop(t));
         }
     }
@@ -568,13 +582,18 @@ unsafe extern "C" fn on_task_schedule(
     }
     if next == EXPLICIT_TASK {
         let key = next_task_data as u64;
+        let outer = thread::current().map_or(0, |st| std::mem::replace(&mut st.task, key));
         let started = thread::quietly(|| {
             let mut g = lock(&TASKS);
             let t = g.as_mut()?.get_mut(&key)?;
-            (!std::mem::replace(&mut t.started, true)).then(|| (t.parent, t.deps.clone()))
+            let first = !std::mem::replace(&mut t.started, true);
+            first.then(|| {
+                t.outer = outer;
+                t.deps.clone()
+            })
         });
-        if let Some((parent, deps)) = started {
-            task_order::task_starts(parent, &deps);
+        if let Some(deps) = started {
+            task_order::task_starts(key, &deps);
             thread::quietly(|| drop(deps));
         }
     }
@@ -591,8 +610,10 @@ unsafe extern "C" fn on_sync_region(
 ) {
     // The end of a `taskwait` or `taskgroup`: the task follows its children.
     if matches!(kind, SYNC_TASKWAIT | SYNC_TASKGROUP) {
-        if endpoint == SCOPE_END && !task_data.is_null() {
-            task_order::children_waited(task_data as u64);
+        if endpoint == SCOPE_END {
+            if let Some(task) = thread::current().map(|st| st.task) {
+                task_order::children_waited(task);
+            }
         }
         return;
     }

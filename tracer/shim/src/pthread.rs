@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use cachescope_schema::event::{ORDER_OBJECT, ORDER_SINK_MARK};
 use cachescope_schema::{Event, ThreadId};
 use libc::{c_int, c_void, pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t};
 
@@ -39,6 +40,8 @@ real_fn! {
             libc::clockid_t,
             *const libc::timespec,
         ) -> c_int;
+    real_cond_signal: "pthread_cond_signal" => unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
+    real_cond_broadcast: "pthread_cond_broadcast" => unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
     real_barrier_init: "pthread_barrier_init" =>
         unsafe extern "C" fn(*mut pthread_barrier_t, *const libc::pthread_barrierattr_t, u32) -> c_int;
     real_barrier_wait: "pthread_barrier_wait" => unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
@@ -89,14 +92,49 @@ pub(crate) fn releasing(lock_obj: u64) {
     }
 }
 
-/// Records a point in the order of the synchronization object `obj` that is no lock (a
-/// semaphore's post or completed wait): an acquisition and release of `obj` taken as a lock.
-/// Its number is taken under the order table's mutex, so the points of `obj` are numbered in
-/// the order they happened, and replay starts each no earlier than the one before it ended:
-/// a wait that returned after a post follows it.
-pub(crate) fn order_point(obj: u64) {
-    acquired(obj);
-    releasing(obj);
+/// Records a *source* point of the order object for `obj` (`ORDER_OBJECT`, in the schema):
+/// the thread's code before it comes before the sinks that follow on the object (a post, a
+/// signal, an OpenMP task's creation or completion). The point is numbered like a lock
+/// acquisition and recorded in one step with the thread busy, so a signal handler that
+/// posts a semaphore in the middle records nothing rather than points out of order.
+pub(crate) fn order_source(obj: u64) {
+    order_points(&[obj | ORDER_OBJECT]);
+}
+
+/// Records a *sink* point of the order object for `obj`: the thread's code after it follows
+/// the sources before it (a completed wait, an OpenMP task's start, a `taskwait`). A second
+/// pair, on the object with `ORDER_SINK_MARK`, says so.
+pub(crate) fn order_sink(obj: u64) {
+    let o = obj | ORDER_OBJECT;
+    order_points(&[o, o | ORDER_SINK_MARK]);
+}
+
+/// Records an acquisition and release of each of `objs`, in one step.
+fn order_points(objs: &[u64]) {
+    let Some(st) = thread::current() else { return };
+    if st.waiting() {
+        // The runtime's own synchronization while the thread waits in a barrier.
+        return;
+    }
+    st.quiet(|st| {
+        for &lock_obj in objs {
+            let order = {
+                let mut g = lock(&LOCK_ORDERS);
+                let n = g
+                    .get_or_insert_with(HashMap::new)
+                    .entry(lock_obj)
+                    .or_insert(0);
+                let order = *n;
+                *n += 1;
+                order
+            };
+            st.push(Event::LockAcquire {
+                lock: lock_obj,
+                order,
+            });
+            st.push(Event::LockRelease { lock: lock_obj });
+        }
+    });
 }
 
 /// Records a barrier episode around `wait`.
@@ -244,7 +282,8 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     unsafe { real_mutex_unlock()(m) }
 }
 
-/// Interposed `pthread_cond_wait`: releases and re-acquires the mutex.
+/// Interposed `pthread_cond_wait`: releases and re-acquires the mutex; its return is a sink of
+/// the condition variable's order (it follows the signals before it).
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_wait(
     c: *mut pthread_cond_t,
@@ -254,6 +293,7 @@ pub unsafe extern "C" fn pthread_cond_wait(
     // SAFETY: forwarding.
     let rc = unsafe { real_cond_wait()(c, m) };
     acquired(m as u64);
+    order_sink(c as u64);
     rc
 }
 
@@ -268,6 +308,9 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     // SAFETY: forwarding.
     let rc = unsafe { real_cond_timedwait()(c, m, t) };
     acquired(m as u64);
+    if rc == 0 {
+        order_sink(c as u64);
+    }
     rc
 }
 
@@ -284,7 +327,27 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     // SAFETY: forwarding.
     let rc = unsafe { real_cond_clockwait()(c, m, clock, t) };
     acquired(m as u64);
+    if rc == 0 {
+        order_sink(c as u64);
+    }
     rc
+}
+
+/// Interposed `pthread_cond_signal`: a source of the condition variable's order (a wait that
+/// returns after it follows the signaller's code before it).
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
+    order_source(c as u64);
+    // SAFETY: forwarding.
+    unsafe { real_cond_signal()(c) }
+}
+
+/// Interposed `pthread_cond_broadcast`: as `pthread_cond_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
+    order_source(c as u64);
+    // SAFETY: forwarding.
+    unsafe { real_cond_broadcast()(c) }
 }
 
 /// Interposed `pthread_barrier_init`: remembers the participant count.

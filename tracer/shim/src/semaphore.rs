@@ -1,17 +1,18 @@
-//! POSIX semaphores: a post, and a wait that took a unit, are points in the semaphore's order
-//! ([`pthread::order_point`]), so replay starts a waiter's code after the wait no earlier than
-//! the post it waited for. A producer that fills a buffer, posts, and a consumer that waits and
-//! then writes beside it were replayed as concurrent before (2026-11-29: ~400,000 simulated
-//! false-sharing misses on a hand-over that never overlaps).
+//! POSIX semaphores: a post is a source of the semaphore's order, a wait that took a unit a
+//! sink ([`pthread::order_source`], [`pthread::order_sink`]), so replay and the audit take a
+//! waiter's code after the wait to follow the posts before it. A producer that fills a
+//! buffer, posts, and a consumer that waits and then writes beside it were counted as
+//! concurrent before (2026-11-29: ~400,000 simulated false-sharing misses and a failed audit
+//! on a hand-over that never overlaps).
 //!
 //! The post's point is recorded before the real post, the wait's after the real wait returns:
-//! a wait the post released cannot return before that post's point was numbered. Each point
-//! follows every earlier point of the semaphore (posts among themselves too), which the real
-//! run did as well; replay is ordered a little more than the program needs, never less.
+//! a wait the post released cannot return before that post's point was numbered. Posts do not
+//! order each other, nor waits each other (in another run they could come the other way);
+//! a wait follows every post before it, also ones meant for another waiter.
 
 use libc::{c_int, sem_t};
 
-use crate::pthread::order_point;
+use crate::pthread::{order_sink, order_source};
 use crate::real::real_fn;
 
 real_fn! {
@@ -26,7 +27,7 @@ real_fn! {
 /// Records the point of a wait that took a unit (`rc` 0).
 fn waited(s: *mut sem_t, rc: c_int) -> c_int {
     if rc == 0 {
-        order_point(s as u64);
+        order_sink(s as u64);
     }
     rc
 }
@@ -34,7 +35,7 @@ fn waited(s: *mut sem_t, rc: c_int) -> c_int {
 /// Interposed `sem_post`.
 #[no_mangle]
 pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
-    order_point(s as u64);
+    order_source(s as u64);
     // SAFETY: forwarding.
     unsafe { real_post()(s) }
 }

@@ -1,63 +1,58 @@
-//! The order OpenMP gives explicit tasks, as points in the order of synthetic objects
-//! ([`pthread::order_point`]; both runtimes, `gomp_tasks.rs` and `ompt.rs`):
+//! The order OpenMP gives explicit tasks, as source and sink points of order objects
+//! ([`pthread::order_source`], [`pthread::order_sink`]; both runtimes, `gomp_tasks.rs` and
+//! `ompt.rs`):
 //!
-//! * a task's creation, its start and its completion are points of its parent's *children*
-//!   object, and a `taskwait` or the end of a `taskgroup` is one of the waiting task's, after
-//!   the wait: a task follows the code that created it, and the code after the wait follows
-//!   every child that completed before it (all of them, for a `taskwait`; a `taskgroup`'s
-//!   grandchildren are not covered);
-//! * a task with dependences is a point of each dependence's object when it starts and when
-//!   it completes: a successor, which starts after its predecessors completed, follows them
-//!   (whatever the dependence types: an `in` after an `out`, or an `out` after an `in`).
+//! * a task's creation is a source of the task's own object and its start a sink of it: the
+//!   task follows the code that created it;
+//! * a task's completion is a source of its parent's *children* object, and a `taskwait` or
+//!   the end of a `taskgroup` a sink of the waiting task's, after the wait: the code after the
+//!   wait follows every child that completed before it (all of them, for a `taskwait`; a
+//!   `taskgroup`'s grandchildren are not covered);
+//! * a task's completion is a source, and its start a sink, of the object of each of its
+//!   dependences: a successor, which starts after its predecessors completed, follows them
+//!   (an `in` after an `out`, an `out` after an `in`; an `in` also follows the `in` tasks of
+//!   the variable that completed before it started, which the program does not require).
 //!
-//! Points of one object follow each other in the recorded order, so a few more pairs are
-//! ordered than the program orders (two `in` tasks of one variable, the second started
-//! after the first completed), never fewer. Until 2026-11-29 none of this was recorded, and
-//! tasks chained by `taskwait` or `depend` but run by different threads counted as
-//! concurrent (a review's `depend` chain and `taskgroup` pair were flagged).
+//! Sources do not order each other (siblings that completed one after the other in this run
+//! could overlap in another), so tasks the program leaves unordered stay concurrent. Until
+//! 2026-11-29 none of this was recorded, and tasks chained by `taskwait` or `depend` but run
+//! by different threads counted as concurrent (a review's `depend` chain and `taskgroup` pair
+//! were flagged).
 
-use crate::pthread::order_point;
+use crate::pthread::{order_sink, order_source};
 
-/// Children objects: a task's id (an address below 2⁴⁸, or a counter) with this bit.
-const CHILDREN: u64 = 1 << 63;
-/// Dependence objects: the variable's address with this bit (apart from a lock there).
-const DEPENDENCE: u64 = 1 << 62;
+/// Object kinds, above any address or task id (below the schema's order bits).
+const TASK: u64 = 1 << 59;
+const CHILDREN: u64 = 1 << 58;
+const DEPENDENCE: u64 = TASK | CHILDREN;
+/// The bits of an address or id kept.
+const ID: u64 = CHILDREN - 1;
 
 /// A task's dependence: the variable's address.
 pub(crate) type Dependence = u64;
 
-/// The object of task `parent`'s children.
-fn children(parent: u64) -> u64 {
-    (parent & !(CHILDREN | DEPENDENCE)) | CHILDREN
+/// The creating thread made task `task` (before the task can start).
+pub(crate) fn task_created(task: u64) {
+    order_source((task & ID) | TASK);
 }
 
-/// The object of the dependences on `addr`.
-fn dependence(addr: Dependence) -> u64 {
-    (addr & !(CHILDREN | DEPENDENCE)) | DEPENDENCE
-}
-
-/// Task `parent` created a task (on the creating thread, before the task can start).
-pub(crate) fn task_created(parent: u64) {
-    order_point(children(parent));
-}
-
-/// A task of `parent` with dependences `deps` starts.
-pub(crate) fn task_starts(parent: u64, deps: &[Dependence]) {
-    order_point(children(parent));
+/// Task `task` with dependences `deps` starts.
+pub(crate) fn task_starts(task: u64, deps: &[Dependence]) {
+    order_sink((task & ID) | TASK);
     for &d in deps {
-        order_point(dependence(d));
+        order_sink((d & ID) | DEPENDENCE);
     }
 }
 
 /// A task of `parent` with dependences `deps` completed.
 pub(crate) fn task_completed(parent: u64, deps: &[Dependence]) {
     for &d in deps {
-        order_point(dependence(d));
+        order_source((d & ID) | DEPENDENCE);
     }
-    order_point(children(parent));
+    order_source((parent & ID) | CHILDREN);
 }
 
 /// Task `task` waited for its children (`taskwait`, the end of a `taskgroup`).
 pub(crate) fn children_waited(task: u64) {
-    order_point(children(task));
+    order_sink((task & ID) | CHILDREN);
 }

@@ -178,9 +178,9 @@ pub(crate) struct ThreadState {
     /// Set while the thread runs an explicit OpenMP task (`ompt.rs`): in a barrier too, its
     /// mutexes and heap calls are then the program's (see [`ThreadState::waiting`]).
     pub in_task: bool,
-    /// With libgomp: the id of the OpenMP task the thread runs (a region member's implicit
-    /// task or an explicit one; 0 outside regions), the parent of the tasks it creates and
-    /// the task its `taskwait` waits in (`gomp_tasks.rs`).
+    /// The id of the OpenMP task the thread runs (a region member's implicit task or an
+    /// explicit one), the parent of the tasks it creates and the task its `taskwait` waits
+    /// in (`gomp_tasks.rs`; `ompt.rs`, where ids are the tasks' `ompt_data_t` addresses).
     pub task: u64,
     /// Mutexes taken while [`ThreadState::waiting`] and not recorded: their releases are
     /// not recorded either.
