@@ -11,6 +11,7 @@
 
 use cachescope_analysis::audit::{audit, AuditConfig, AuditMachine};
 use cachescope_analysis::sarif::to_sarif;
+use cachescope_schema::event::{ORDER_OBJECT, ORDER_SINK_MARK};
 use cachescope_schema::{
     Access, AccessKind, CodePos, Event, OpenOptions, QuantaSizes, TimeUnit, TimedEvent, TraceFile,
     TraceHeader, TraceWriter,
@@ -25,6 +26,19 @@ use libfuzzer_sys::fuzz_target;
 #[path = "common.rs"]
 mod common;
 use common::counters;
+
+/// A lock object from an operand: one of four, plain or an order object (with or without the
+/// sink mark).
+fn lock_id(x: u8) -> u64 {
+    let mut lock = u64::from(x & 3);
+    if x & 0x40 != 0 {
+        lock |= ORDER_OBJECT;
+    }
+    if x & 0x80 != 0 {
+        lock |= ORDER_SINK_MARK;
+    }
+    lock
+}
 
 /// One event from two bytes: the kind, and an operand.
 fn event(kind: u8, x: u8) -> Event {
@@ -50,11 +64,17 @@ fn event(kind: u8, x: u8) -> Event {
             participants: u32::from(x >> 2) % 6,
         },
         6 => Event::BarrierLeave { barrier: small },
+        // Plain locks and order objects (sources, sinks and their marks in any pattern),
+        // with orders up to the top of the range.
         7 => Event::LockAcquire {
-            lock: small,
-            order: u64::from(x >> 2) % 6,
+            lock: lock_id(x),
+            order: match (x >> 2) % 8 {
+                6 => u64::MAX,
+                7 => u64::MAX - 1,
+                o => u64::from(o),
+            },
         },
-        8 => Event::LockRelease { lock: small },
+        8 => Event::LockRelease { lock: lock_id(x) },
         9 => Event::ThreadCreate {
             child: u32::from(x) % 5,
         },
