@@ -54,6 +54,18 @@ static THREAD_IDS: Mutex<Option<HashMap<u64, ThreadId>>> = Mutex::new(None);
 /// Participant count of each barrier, from `pthread_barrier_init`.
 static BARRIERS: Mutex<Option<HashMap<u64, u32>>> = Mutex::new(None);
 
+/// The next acquisition number of `lock_obj` (call with the thread busy: it may allocate).
+fn next_order(lock_obj: u64) -> u64 {
+    let mut g = lock(&LOCK_ORDERS);
+    let n = g
+        .get_or_insert_with(HashMap::new)
+        .entry(lock_obj)
+        .or_insert(0);
+    let order = *n;
+    *n += 1;
+    order
+}
+
 /// Records that the calling thread acquired `lock` (call while holding it).
 pub(crate) fn acquired(lock_obj: u64) {
     if let Some(st) = thread::current() {
@@ -64,16 +76,7 @@ pub(crate) fn acquired(lock_obj: u64) {
             st.quiet(|st| st.unrecorded_locks.push(lock_obj));
             return;
         }
-        let order = st.quiet(|_| {
-            let mut g = lock(&LOCK_ORDERS);
-            let n = g
-                .get_or_insert_with(HashMap::new)
-                .entry(lock_obj)
-                .or_insert(0);
-            let order = *n;
-            *n += 1;
-            order
-        });
+        let order = st.quiet(|_| next_order(lock_obj));
         st.push(Event::LockAcquire {
             lock: lock_obj,
             order,
@@ -118,16 +121,7 @@ fn order_points(objs: &[u64]) {
     }
     st.quiet(|st| {
         for &lock_obj in objs {
-            let order = {
-                let mut g = lock(&LOCK_ORDERS);
-                let n = g
-                    .get_or_insert_with(HashMap::new)
-                    .entry(lock_obj)
-                    .or_insert(0);
-                let order = *n;
-                *n += 1;
-                order
-            };
+            let order = next_order(lock_obj);
             st.push(Event::LockAcquire {
                 lock: lock_obj,
                 order,
