@@ -633,7 +633,11 @@ struct BlockOrder<'a> {
 /// with `order`, each pair's φ̃ is at most what the segment's lock order lets it be, and its
 /// θ̃ keeps its share of the pair's φ̃.
 fn estimate(b: &BlockCounts, order: Option<&BlockOrder>) -> Estimate {
-    let ids: Vec<ThreadId> = b.threads.keys().copied().collect();
+    // (The threads' ids only matter with an order.)
+    let ids: Vec<ThreadId> = match order {
+        Some(_) => b.threads.keys().copied().collect(),
+        None => Vec::new(),
+    };
     let threads: Vec<&ThreadCounts> = b.threads.values().collect();
     let accesses: u64 = threads.iter().map(|t| t.loads + t.stores).sum();
     let mut phi = 0u64;

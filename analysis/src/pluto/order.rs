@@ -122,9 +122,10 @@ impl SyncLog {
         self.epochs.iter().any(|&e| e > 0)
     }
 
-    /// The lock events, per stream; `None` when there were too many to keep.
+    /// The lock events, per stream; `None` when there were too many to keep (`push` then
+    /// dropped them all).
     pub fn ops(&self) -> Option<&[Vec<PackedOp>]> {
-        (self.kept <= SYNC_OPS_MAX && !self.ops.is_empty()).then_some(&self.ops[..])
+        (!self.ops.is_empty()).then_some(&self.ops[..])
     }
 }
 
