@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cachescope_schema::{AccessKind, Event, EventKind, TraceFile};
-use support::{cc, compilers, count, events, have, record, record_command, run_ok};
+use support::{cc, cli, compilers, count, events, have, record, record_command, run_ok, stderr};
 
 fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -2980,6 +2980,78 @@ fn the_programs_signal_handlers_never_run_on_the_recorders_writer_thread() {
     let out = record(&trace, &prog, &[], 1);
     // The program and the writer: two threads; only the program's handled its signal.
     assert_eq!(out, "threads=2 handled=1 on_writer=0\n");
+}
+
+#[test]
+fn the_programs_signal_handlers_record_nothing_and_never_break_the_recording() {
+    // Before 2026-11-29 a handler ran the recorder from under the event it interrupted: a
+    // handler bumping counters while its thread computed crashed the program (SIGSEGV, or a
+    // buffer handed over twice), and a `sem_post` in a handler left a trace that did not
+    // replay. Handlers now record nothing, whether installed by `sigaction`, `signal`
+    // (glibc's BSD one, or `__sysv_signal` under strict ISO C) and whether they return, jump
+    // out (`siglongjmp`, `__longjmp_chk` under _FORTIFY_SOURCE) or end the program.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("signal_handlers.c");
+    let mut builds: Vec<(String, &str, Vec<&str>)> = compilers()
+        .into_iter()
+        .map(|c| (format!("signals-{c}"), c, vec!["-O2", "-g", "-pthread"]))
+        .collect();
+    builds.push((
+        "signals-gcc-strict-fortified".into(),
+        "gcc",
+        vec![
+            "-O2",
+            "-g",
+            "-pthread",
+            "-std=c99",
+            "-D_XOPEN_SOURCE=700",
+            "-D_FORTIFY_SOURCE=2",
+        ],
+    ));
+    for (name, compiler, flags) in &builds {
+        let prog = build(dir.path(), name, compiler, &src, flags);
+        for mode in ["return", "exit"] {
+            let what = format!("{name} {mode}");
+            let trace = dir.path().join(format!("{name}-{mode}.cstrace"));
+            let out = record(&trace, &prog, &[mode], 1);
+            let line = out.lines().next().unwrap_or_default();
+            let addresses = line
+                .strip_prefix("bad=0 query=ok posts=1000 probes=100 ")
+                .unwrap_or_else(|| panic!("{what}: {out}"));
+            let address = |name: &str| {
+                let field = addresses
+                    .split(' ')
+                    .find_map(|f| f.strip_prefix(name))
+                    .unwrap_or_else(|| panic!("{what}: no {name} in {out}"));
+                u64::from_str_radix(field.trim_start_matches("0x"), 16).unwrap()
+            };
+            let (counters, after) = (address("counters="), address("after="));
+            if mode == "exit" {
+                assert!(
+                    out.ends_with("\nleft by exit in a handler\n"),
+                    "{what}: {out}"
+                );
+            }
+            let all = events(&trace);
+            assert_eq!(all.len(), 3, "{what}: main, the waiter, the interrupter");
+            let main = &all[0].1;
+            let stores_in = |base: u64, bytes: u64| {
+                main.iter()
+                    .filter(|e| {
+                        matches!(e, Event::Access(a) if a.kind == AccessKind::Store
+                            && (base..base + bytes).contains(&a.addr))
+                    })
+                    .count()
+            };
+            // Recording resumed after the jumps out of the SIGSEGV handler: every store of
+            // the loop after them is there.
+            assert_eq!(stores_in(after, 8 * 64), 5000, "{what}");
+            // The handler's 64 x 20,000 stores are not recorded.
+            assert_eq!(stores_in(counters, 8 * 64), 0, "{what}");
+            let sim = cli(&["simulate", trace.to_str().unwrap()]);
+            assert!(sim.status.success(), "{what}: {}", stderr(&sim));
+        }
+    }
 }
 
 #[test]

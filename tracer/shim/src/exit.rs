@@ -27,7 +27,7 @@ use libc::{c_char, c_int, c_void};
 
 use crate::real::real_fn;
 use crate::recorder::{self, Msg, STOP_SIGNAL};
-use crate::{modules, thread};
+use crate::{modules, signals, thread};
 
 extern "C" fn init() {
     // First, so that its fork handlers run around every other one.
@@ -39,6 +39,8 @@ extern "C" fn init() {
     // allocator up here, on the main thread, and allocates nothing.
     // SAFETY: mallinfo2 only reads the allocator's statistics.
     let _ = unsafe { libc::mallinfo2() };
+    // The program's `sigaction` and long jumps may come from a signal handler: no `dlsym` there.
+    signals::resolve();
     thread::quietly(|| {
         thread::init_exit_key();
         recorder::start();
@@ -125,10 +127,9 @@ extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
     // shim. A fault the kernel raised
     // happens again when the handler returns; one sent by the program (`raise`, `abort`'s
     // first raise) is sent again.
-    // SAFETY: restoring the default disposition; `info` is the kernel's siginfo for this
-    // signal (SA_SIGINFO), read once.
+    signals::set_default(sig);
+    // SAFETY: `info` is the kernel's siginfo for this signal (SA_SIGINFO), read once.
     unsafe {
-        libc::signal(sig, libc::SIG_DFL);
         if info.is_null() || (*info).si_code <= 0 {
             libc::raise(sig);
         }
@@ -141,7 +142,7 @@ fn install_handler(sig: c_int, handler: usize, flags: c_int) {
     // only where the program left the default; the handlers are async-signal-safe.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+        if signals::real_sigaction(sig, std::ptr::null(), &mut old) != 0
             || old.sa_sigaction != libc::SIG_DFL
         {
             return;
@@ -150,17 +151,15 @@ fn install_handler(sig: c_int, handler: usize, flags: c_int) {
         act.sa_sigaction = handler;
         libc::sigemptyset(&mut act.sa_mask);
         act.sa_flags = libc::SA_RESTART | flags;
-        libc::sigaction(sig, &act, std::ptr::null_mut());
+        signals::real_sigaction(sig, &act, std::ptr::null_mut());
     }
 }
 
 /// Ends the process the way `sig` would have, after the trace is complete.
 pub(crate) fn reraise(sig: c_int) {
-    // SAFETY: restoring the default disposition and sending the signal to ourselves.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        libc::kill(libc::getpid(), sig);
-    }
+    signals::set_default(sig);
+    // SAFETY: sending the signal to ourselves.
+    unsafe { libc::kill(libc::getpid(), sig) };
 }
 
 real_fn! {

@@ -5,7 +5,7 @@
 //! (`cov.rs`) report memory accesses and basic blocks; interposed functions report threads,
 //! locks and barriers (`pthread.rs`, `gomp.rs`; LLVM libomp through the OMPT tool in
 //! `ompt.rs`), heap blocks (`alloc.rs`; C++ `operator new` sites in `cxx_new.rs`), `memcpy`/`memset` ranges (`mem.rs`) and modules
-//! (`exit.rs`'s `dlopen`); `exec.rs` ends the recording where the program replaces itself. Events go into per-thread buffers (`thread.rs`) and from there to one writer
+//! (`exit.rs`'s `dlopen`); `exec.rs` ends the recording where the program replaces itself. The program's signal handlers run with recording suspended (`signals.rs`). Events go into per-thread buffers (`thread.rs`) and from there to one writer
 //! thread (`recorder.rs`) that encodes the trace with the schema crate's writer.
 //!
 //! The shim is inert unless `CACHESCOPE_OUT` names the output (as `cachescope record` does)
@@ -45,6 +45,7 @@ mod pthread;
 mod real;
 mod recorder;
 mod semaphore;
+mod signals;
 mod stack;
 mod task_order;
 mod thread;
