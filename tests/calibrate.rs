@@ -8,7 +8,6 @@ mod support;
 
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
 
 use cachescope_sim::MachineModel;
 
@@ -33,7 +32,6 @@ fn calibrated_model_loads_and_audits() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("cal.toml");
     let model_s = model.to_str().unwrap();
-    let started = Instant::now();
     // Fewer operations than the default: the test checks the plumbing, not the value.
     let o = cachescope(&[
         "calibrate",
@@ -46,11 +44,6 @@ fn calibrated_model_loads_and_audits() {
         "5",
     ]);
     assert!(o.status.success(), "calibrate failed: {}", text(&o));
-    assert!(
-        started.elapsed().as_secs() <= 30,
-        "calibration took {:?}",
-        started.elapsed()
-    );
     let summary = String::from_utf8_lossy(&o.stdout);
     assert!(summary.contains("tau = "), "{summary}");
     assert!(summary.contains("clock: "), "{summary}");
@@ -92,7 +85,6 @@ fn calibrated_model_loads_and_audits() {
         (cost - events * tau).abs() <= 1e-6 * cost.max(1.0),
         "{report}"
     );
-    assert!(started.elapsed().as_secs() <= 30, "{:?}", started.elapsed());
 }
 
 /// The calibrations measure this machine: never two at once (the tests of this file run in
@@ -194,7 +186,6 @@ fn bandwidth_calibration_writes_a_host_model() {
     let model = dir.path().join("T.toml");
     let json = dir.path().join("J.json");
     let (model_s, json_s) = (model.to_str().unwrap(), json.to_str().unwrap());
-    let started = Instant::now();
     // The figures are measurements on a possibly busy (shared, virtual) machine: when they are
     // implausible, measure once more before failing. Structure is checked every time.
     for attempt in 1.. {
@@ -348,11 +339,6 @@ fn bandwidth_calibration_writes_a_host_model() {
         );
         eprintln!("implausible figures, measuring again: {problems:?}\n{summary}");
     }
-    assert!(
-        started.elapsed().as_secs() <= 60,
-        "calibration took {:?}",
-        started.elapsed()
-    );
 }
 
 #[test]
