@@ -3016,7 +3016,7 @@ fn the_programs_signal_handlers_record_nothing_and_never_break_the_recording() {
             let out = record(&trace, &prog, &[mode], 1);
             let line = out.lines().next().unwrap_or_default();
             let addresses = line
-                .strip_prefix("bad=0 query=ok posts=1000 probes=100 ")
+                .strip_prefix("bad=0 query=ok posts=1000 probes=100 jumps=2000 ")
                 .unwrap_or_else(|| panic!("{what}: {out}"));
             let address = |name: &str| {
                 let field = addresses
@@ -3033,8 +3033,14 @@ fn the_programs_signal_handlers_record_nothing_and_never_break_the_recording() {
                 );
             }
             let all = events(&trace);
-            assert_eq!(all.len(), 3, "{what}: main, the waiter, the interrupter");
+            assert_eq!(
+                all.len(),
+                4,
+                "{what}: main, the waiter, the interrupter, the jumper"
+            );
             let main = &all[0].1;
+            // Also when a handler ended the program: its thread's end is recorded.
+            assert_eq!(main.last(), Some(&Event::ThreadExit), "{what}");
             let stores_in = |base: u64, bytes: u64| {
                 main.iter()
                     .filter(|e| {
@@ -3043,13 +3049,62 @@ fn the_programs_signal_handlers_record_nothing_and_never_break_the_recording() {
                     })
                     .count()
             };
-            // Recording resumed after the jumps out of the SIGSEGV handler: every store of
-            // the loop after them is there.
+            // Recording resumed after the jumps out of the handlers: every store of the
+            // loop after them is there.
             assert_eq!(stores_in(after, 8 * 64), 5000, "{what}");
             // The handler's 64 x 20,000 stores are not recorded.
             assert_eq!(stores_in(counters, 8 * 64), 0, "{what}");
             let sim = cli(&["simulate", trace.to_str().unwrap()]);
             assert!(sim.status.success(), "{what}: {}", stderr(&sim));
+        }
+    }
+}
+
+#[test]
+fn signals_the_recorder_handles_keep_their_default_disposition_for_the_program() {
+    // The recorder handles SIGINT, SIGTERM and the crash signals where the program left the
+    // default, to complete the trace. Until 2026-11-29 the program saw the recorder's
+    // handlers (`sigaction` reported a function), a restored "default" SIGINT let the
+    // program run on after `raise`, a crash handler that restored the default and raised
+    // again left an incomplete trace, a forked child ignored SIGTERM, and (with the first
+    // `signal` of the recorder's own) `siginterrupt` no longer made `signal` interrupt reads.
+    let dir = tempfile::tempdir().unwrap();
+    let src = source("signal_defaults.c");
+    for compiler in compilers() {
+        let name = format!("signal-defaults-{compiler}");
+        let prog = build(dir.path(), &name, compiler, &src, &["-O2", "-g"]);
+        let trace = |mode: &str| dir.path().join(format!("{name}-{mode}.cstrace"));
+        assert_eq!(
+            record(&trace("query"), &prog, &["query"], 1),
+            "defaults ok interrupted ok\n",
+            "{name}"
+        );
+        assert_eq!(
+            record(&trace("fork"), &prog, &["fork"], 1),
+            "child died of SIGTERM\n",
+            "{name}"
+        );
+        for (mode, printed, signal) in [
+            ("restore", "restored default\n", 2),
+            ("rechain", "faulting\n", 11),
+        ] {
+            let what = format!("{name} {mode}");
+            let o = record_command(&trace(mode), &prog, &[mode])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&o.stdout), printed, "{what}");
+            assert_eq!(
+                o.status.code(),
+                Some(128 + signal),
+                "{what}: {}",
+                stderr(&o)
+            );
+            // Completed by the recorder before the program died.
+            let partial = dir.path().join(format!("{name}-{mode}.cstrace.partial"));
+            let report = cachescope_schema::verify_file(&partial).unwrap();
+            assert!(report.ok(), "{what}: {:?}", report.problem());
+            let stores = count(&events(&partial)[0].1, EventKind::Store);
+            assert!(stores >= 100_000, "{what}: {stores} stores");
         }
     }
 }

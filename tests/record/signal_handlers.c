@@ -3,12 +3,15 @@
  *   64 counters (instrumented code) and checks the siginfo it got;
  * - a handler installed with `signal` posts a semaphore another thread waits for;
  * - `sigaction` and `signal` report the program's own handlers;
- * - a SIGSEGV handler leaves by `siglongjmp` (a probe of an unreadable page), 100 times,
- *   and `main` goes on working: those accesses must be recorded;
+ * - a SIGSEGV handler leaves by `siglongjmp` (a probe of an unreadable page), 100 times;
+ * - a thread interrupts `main` 2,000 times in a loop of stores, whose handler leaves by
+ *   `siglongjmp` (often while the recorder hands a buffer over);
+ *   `main` goes on working after all that: those accesses must be recorded;
  * - with the argument "exit", a SIGTERM handler ends the program with `exit`.
  * Built also with -std=c99 -D_XOPEN_SOURCE=700 (`signal` is then glibc's `__sysv_signal`,
  * one-shot: the handler installs itself again) and -D_FORTIFY_SOURCE=2 (`__longjmp_chk`). */
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -27,7 +30,8 @@ static volatile long work[512];
 static volatile long after[64];
 static volatile int bad;
 static sem_t posted;
-static sigjmp_buf probe_env;
+static sigjmp_buf probe_env, loop_env;
+static volatile int jumps;
 static char *unreadable;
 
 static void on_usr1(int sig, siginfo_t *info, void *context) {
@@ -49,6 +53,22 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
     if (sig != SIGSEGV || (char *)info->si_addr != unreadable)
         bad++;
     siglongjmp(probe_env, 1);
+}
+
+static void on_rt(int sig) {
+    (void)sig;
+    siglongjmp(loop_env, 1);
+}
+
+static void *jumper(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 2000; i++) {
+        int seen = jumps;
+        pthread_kill(victim, SIGRTMIN);
+        while (jumps == seen)
+            sched_yield();
+    }
+    return 0;
 }
 
 static void on_term(int sig) {
@@ -125,11 +145,24 @@ int main(int argc, char **argv) {
         else
             probes++;
     }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_rt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGRTMIN, &sa, 0);
+    pthread_t j;
+    pthread_create(&j, 0, jumper, 0);
+    if (sigsetjmp(loop_env, 1) != 0)
+        jumps++;
+    if (jumps < 2000)
+        for (long i = 0;; i++)
+            work[i % 512] += i;
+    pthread_join(j, 0);
+
     for (long i = 0; i < 5000; i++)
         after[i % 64] = i;
 
-    printf("bad=%d query=%s posts=1000 probes=%d counters=%p after=%p\n", bad,
-           query_ok ? "ok" : "WRONG", probes, (void *)counters, (void *)after);
+    printf("bad=%d query=%s posts=1000 probes=%d jumps=%d counters=%p after=%p\n", bad,
+           query_ok ? "ok" : "WRONG", probes, jumps, (void *)counters, (void *)after);
     fflush(stdout);
     if (argc > 1 && strcmp(argv[1], "exit") == 0) {
         signal(SIGTERM, on_term);

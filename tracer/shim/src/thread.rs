@@ -118,138 +118,11 @@ fn set_state_slot(p: *mut ThreadState) {
     }
 }
 
-// The calling thread's signal handler bookkeeping (`enter_handler`): the number of program
-// handlers it runs (low 32 bits) and, while that is not zero, how the outermost one found the
-// thread (`HANDLER_OUTER_*`). Initial-exec like the state slot, so that handlers read it
-// without a call that could allocate.
-core::arch::global_asm!(
-    ".pushsection .tbss,\"awT\",@nobits",
-    ".p2align 3",
-    ".globl cachescope_shim_handler_slot",
-    ".hidden cachescope_shim_handler_slot",
-    ".type cachescope_shim_handler_slot,@object",
-    ".size cachescope_shim_handler_slot,8",
-    "cachescope_shim_handler_slot:",
-    ".zero 8",
-    ".popsection",
-);
-
-/// The calling thread's handler slot (see the `global_asm!` above).
-#[inline(always)]
-fn handler_slot() -> u64 {
-    let v: u64;
-    // SAFETY: as in `state_slot`, for the thread's own handler slot.
-    unsafe {
-        core::arch::asm!(
-            "mov {v}, qword ptr [rip + cachescope_shim_handler_slot@GOTTPOFF]",
-            "mov {v}, qword ptr fs:[{v}]",
-            v = out(reg) v,
-            options(nostack, readonly, preserves_flags),
-        );
-    }
-    v
-}
-
-/// Sets the calling thread's handler slot.
-fn set_handler_slot(v: u64) {
-    // SAFETY: as in `set_state_slot`, for the thread's own handler slot.
-    unsafe {
-        core::arch::asm!(
-            "mov {t}, qword ptr [rip + cachescope_shim_handler_slot@GOTTPOFF]",
-            "mov qword ptr fs:[{t}], {v}",
-            t = out(reg) _,
-            v = in(reg) v,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// Handler slot bit: the outermost handler found the thread without a state.
-const HANDLER_OUTER_STATELESS: u64 = 1 << 32;
-/// Handler slot bit: the outermost handler found the thread's state busy.
-const HANDLER_OUTER_BUSY: u64 = 1 << 33;
-/// Handler slot bits: the number of handlers running.
-const HANDLER_DEPTH: u64 = u32::MAX as u64;
-
-/// How a program signal handler found its thread, to be restored when it returns.
-#[derive(Clone, Copy)]
-pub(crate) enum HandlerEntry {
-    /// No state yet: the slot is [`QUIET`] meanwhile, so nothing creates one.
-    Stateless,
-    /// A state, whose `busy` flag was this.
-    State(bool),
-    /// The thread never records (the writer, a thread after its end, a forked child).
-    Quiet,
-}
-
-/// Suspends recording on the calling thread while a program signal handler runs on it
-/// (`signals.rs`): the handler may have interrupted the recorder in the middle of an event, so
-/// it records nothing, creates no state and takes no lock of the shim's. Async-signal-safe:
-/// only the thread's own TLS slots and state are touched. Undo with [`leave_handler`].
-pub(crate) fn enter_handler() -> HandlerEntry {
-    let p = state_slot();
-    let entry = if p.is_null() {
-        set_state_slot(QUIET);
-        HandlerEntry::Stateless
-    } else if has_state(p) {
-        // SAFETY: see `current`; only this thread touches its state, through the raw pointer
-        // (the interrupted code may hold a reference, which is not used while we run).
-        HandlerEntry::State(unsafe { std::mem::replace(&mut (*p).busy, true) })
-    } else {
-        HandlerEntry::Quiet
-    };
-    let slot = handler_slot();
-    let outer = if slot & HANDLER_DEPTH == 0 {
-        match entry {
-            HandlerEntry::Stateless => HANDLER_OUTER_STATELESS,
-            HandlerEntry::State(true) => HANDLER_OUTER_BUSY,
-            HandlerEntry::State(false) | HandlerEntry::Quiet => 0,
-        }
-    } else {
-        slot & !HANDLER_DEPTH
-    };
-    set_handler_slot(outer | ((slot & HANDLER_DEPTH) + 1).min(HANDLER_DEPTH));
-    entry
-}
-
-/// Resumes what [`enter_handler`] suspended, when the handler returns.
-pub(crate) fn leave_handler(entry: HandlerEntry) {
-    let slot = handler_slot();
-    let depth = (slot & HANDLER_DEPTH).saturating_sub(1);
-    set_handler_slot(if depth == 0 {
-        0
-    } else {
-        (slot & !HANDLER_DEPTH) | depth
-    });
-    let p = state_slot();
-    match entry {
-        HandlerEntry::Stateless if p == QUIET => set_state_slot(ptr::null_mut()),
-        // SAFETY: as in `enter_handler`.
-        HandlerEntry::State(busy) if has_state(p) => unsafe { (*p).busy = busy },
-        _ => {}
-    }
-}
-
-/// The calling thread leaves every program signal handler it runs by a long jump
-/// (`siglongjmp` out of a handler, `signals.rs`): recording resumes as the outermost handler
-/// found it. A jump that stays within a handler, or between nested handlers, is taken for
-/// one that leaves them all.
-pub(crate) fn leave_handlers_by_jump() {
-    let slot = handler_slot();
-    if slot & HANDLER_DEPTH == 0 {
-        return;
-    }
-    set_handler_slot(0);
-    let p = state_slot();
-    if slot & HANDLER_OUTER_STATELESS != 0 {
-        if p == QUIET {
-            set_state_slot(ptr::null_mut());
-        }
-    } else if has_state(p) {
-        // SAFETY: as in `enter_handler`.
-        unsafe { (*p).busy = slot & HANDLER_OUTER_BUSY != 0 };
-    }
-}
+mod handlers;
+pub(crate) use handlers::{
+    defer_signal, enter_handler, leave_handler, leave_handlers_by_jump, unwind_handler,
+    HandlerEntry,
+};
 
 /// One OpenMP team this thread belongs to (innermost last).
 #[derive(Clone, Copy, Default)]
@@ -329,6 +202,8 @@ pub(crate) struct ThreadState {
     pending_joins: Vec<(u64, u64)>,
     /// The alternate signal stack the shim gave this thread (`alt_stack.rs`).
     alt_stack: Option<crate::alt_stack::AltStack>,
+    /// Signals that arrived while the thread was busy, delivered when it is no longer.
+    deferred: crate::signals::Deferred,
 }
 
 #[derive(Default)]
@@ -490,6 +365,7 @@ fn create() -> Option<&'static mut ThreadState> {
         nest_locks: Vec::new(),
         pending_joins: Vec::with_capacity(4),
         alt_stack: crate::alt_stack::install(),
+        deferred: crate::signals::Deferred::new(),
     });
     let raw = Box::into_raw(st);
     lock(&REGISTRY).0.push(raw as usize);
@@ -661,14 +537,28 @@ impl ThreadState {
         if let Some(full) = full {
             recorder::send(Msg::Events(self.tid, full));
         }
-        self.busy = was_busy;
+        self.unbusy(was_busy);
+    }
+
+    /// Ends a stretch of the shim's work: `busy` goes back to `was`, and when the thread is
+    /// no longer busy, the signals that arrived meanwhile are delivered (`signals.rs`).
+    #[inline(always)]
+    fn unbusy(&mut self, was: bool) {
+        self.busy = was;
+        if !was {
+            // The store above comes first: a signal from now on runs its handler at once.
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+            if self.deferred.any() {
+                self.deferred.redeliver();
+            }
+        }
     }
 
     /// Runs `f` with recording suspended on this thread (for the shim's own work).
     pub fn quiet<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let was_busy = std::mem::replace(&mut self.busy, true);
         let r = f(self);
-        self.busy = was_busy;
+        self.unbusy(was_busy);
         r
     }
 }
@@ -685,11 +575,11 @@ pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
         unsafe { std::mem::replace(&mut (*p).busy, true) }
     };
     let r = f();
+    TLS.with(|t| t.flags.set(flags));
     if has_state(p) {
         // SAFETY: as above.
-        unsafe { (*p).busy = was_busy };
+        unsafe { (*p).unbusy(was_busy) };
     }
-    TLS.with(|t| t.flags.set(flags));
     r
 }
 
@@ -726,13 +616,25 @@ pub(crate) fn collect_all() -> Vec<(ThreadId, Vec<Event>, bool)> {
 /// no more program code). Nothing else: a signal handler must not allocate or lock, and the
 /// thread may have been interrupted inside the shim (then it is busy and publishes nothing).
 pub(crate) fn publish_on_fault() {
-    if let Existing::Recording(st) = existing() {
-        st.committed.store(st.len(), Ordering::Release);
+    let p = state_slot();
+    if !has_state(p) {
+        return;
+    }
+    // Busy because a program handler runs (one that raised the fault again with the
+    // default disposition, the shim's handler) is not busy in the shim: publish then too.
+    let in_handler = handlers::in_handler_outside_shim();
+    // SAFETY: as in `current`; only this thread writes its state, and the events before
+    // `len` are complete (a push writes its slots before it moves `cur`).
+    unsafe {
+        if !(*p).busy || in_handler {
+            (*p).committed.store((*p).len(), Ordering::Release);
+        }
     }
 }
 
 /// Ends the calling thread's stream: records its exit and hands its events to the writer.
 pub(crate) fn end_current_thread() {
+    handlers::abandon_handlers_at_end();
     let p = state_slot();
     if !has_state(p) {
         return;
@@ -745,6 +647,7 @@ pub(crate) fn end_current_thread() {
 
 /// pthread key destructor: runs when a thread that recorded exits.
 extern "C" fn on_thread_exit(p: *mut libc::c_void) {
+    handlers::abandon_handlers_at_end();
     let mine = state_slot();
     if !has_state(mine) || mine.cast() != p {
         return;
