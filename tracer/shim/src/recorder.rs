@@ -94,14 +94,7 @@ fn block_async_signals() -> libc::sigset_t {
     unsafe {
         let mut block: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut block);
-        for sig in [
-            libc::SIGSEGV,
-            libc::SIGBUS,
-            libc::SIGFPE,
-            libc::SIGILL,
-            libc::SIGTRAP,
-            libc::SIGSYS,
-        ] {
+        for sig in crate::signals::SYNCHRONOUS {
             libc::sigdelset(&mut block, sig);
         }
         let mut old: libc::sigset_t = std::mem::zeroed();

@@ -109,21 +109,22 @@ fn is_function(h: sighandler_t) -> bool {
     ![libc::SIG_DFL, libc::SIG_IGN, SIG_HOLD, libc::SIG_ERR].contains(&h)
 }
 
+/// Signals the kernel raises in the thread that caused them (faults, traps).
+pub(crate) const SYNCHRONOUS: [c_int; 6] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGTRAP,
+    libc::SIGSYS,
+];
+
 /// Signals that arrive while the shim works on the thread can be faults of the shim itself:
 /// those run their handler at once (returning would fault again).
 fn synchronous(sig: c_int, info: *const siginfo_t) -> bool {
     // SAFETY: `info` is the kernel's siginfo (SA_SIGINFO), read once.
     let from_kernel = !info.is_null() && unsafe { (*info).si_code } > 0;
-    from_kernel
-        && [
-            libc::SIGSEGV,
-            libc::SIGBUS,
-            libc::SIGFPE,
-            libc::SIGILL,
-            libc::SIGTRAP,
-            libc::SIGSYS,
-        ]
-        .contains(&sig)
+    from_kernel && SYNCHRONOUS.contains(&sig)
 }
 
 /// What the kernel calls in place of every handler the program installs (see the module docs).

@@ -13,100 +13,69 @@ use std::ptr;
 
 use super::{has_state, set_state_slot, state_slot, QUIET};
 
-// The number of program handlers running on the calling thread.
-core::arch::global_asm!(
-    ".pushsection .tbss,\"awT\",@nobits",
-    ".p2align 3",
-    ".globl cachescope_shim_handler_depth",
-    ".hidden cachescope_shim_handler_depth",
-    ".type cachescope_shim_handler_depth,@object",
-    ".size cachescope_shim_handler_depth,8",
-    "cachescope_shim_handler_depth:",
-    ".zero 8",
-    ".popsection",
-);
-
-// Per handler level below `FRAMES`: its entry's stack pointer and `FRAME_*` bits.
+// Per handler level below `FRAMES`: its entry's stack pointer and `FRAME_*` bits (words
+// `2l` and `2l + 1`); then the number of handlers running (word `DEPTH_WORD`).
 core::arch::global_asm!(
     ".pushsection .tbss,\"awT\",@nobits",
     ".p2align 3",
     ".globl cachescope_shim_handler_frames",
     ".hidden cachescope_shim_handler_frames",
     ".type cachescope_shim_handler_frames,@object",
-    ".size cachescope_shim_handler_frames,256",
+    ".size cachescope_shim_handler_frames,264",
     "cachescope_shim_handler_frames:",
-    ".zero 256",
+    ".zero 264",
     ".popsection",
 );
 
 /// Handler levels with a frame (nested handlers deeper than that are left by any jump).
 const FRAMES: u64 = 16;
+/// The word that holds the handler depth.
+const DEPTH_WORD: u64 = 2 * FRAMES;
 /// Frame bit: the handler found the thread without a state.
 const FRAME_STATELESS: u64 = 1;
 /// Frame bit: the handler found the thread's state busy.
 const FRAME_BUSY: u64 = 2;
 
-/// The calling thread's handler depth.
-#[inline(always)]
-fn depth() -> u64 {
-    let v: u64;
-    // SAFETY: reads the calling thread's own 8-byte TLS slot through its initial-exec GOT
-    // offset, as `state_slot` does.
-    unsafe {
-        core::arch::asm!(
-            "mov {v}, qword ptr [rip + cachescope_shim_handler_depth@GOTTPOFF]",
-            "mov {v}, qword ptr fs:[{v}]",
-            v = out(reg) v,
-            options(nostack, readonly, preserves_flags),
-        );
-    }
-    v
-}
-
-/// Sets the calling thread's handler depth.
-fn set_depth(v: u64) {
-    // SAFETY: writes the calling thread's own TLS slot, as `set_state_slot` does.
-    unsafe {
-        core::arch::asm!(
-            "mov {t}, qword ptr [rip + cachescope_shim_handler_depth@GOTTPOFF]",
-            "mov qword ptr fs:[{t}], {v}",
-            t = out(reg) _,
-            v = in(reg) v,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// Word `i` (0..32) of the calling thread's frames: level `l` has its stack pointer at
-/// `2l` and its bits at `2l + 1`.
+/// Word `i` (at most [`DEPTH_WORD`]) of the calling thread's handler TLS array.
 fn frame_word(i: u64) -> u64 {
     let v: u64;
-    // SAFETY: reads word `i` < 32 of the thread's own 256-byte TLS array.
+    // SAFETY: reads word `i` <= DEPTH_WORD of the thread's own 264-byte initial-exec TLS
+    // array, through its GOT offset from %fs, as `state_slot` reads its slot.
     unsafe {
         core::arch::asm!(
             "mov {v}, qword ptr [rip + cachescope_shim_handler_frames@GOTTPOFF]",
             "mov {v}, qword ptr fs:[{v} + {i} * 8]",
             v = out(reg) v,
-            i = in(reg) i.min(31),
+            i = in(reg) i.min(DEPTH_WORD),
             options(nostack, readonly, preserves_flags),
         );
     }
     v
 }
 
-/// Sets word `i` (0..32) of the calling thread's frames.
+/// Sets word `i` (at most [`DEPTH_WORD`]) of the calling thread's handler TLS array.
 fn set_frame_word(i: u64, v: u64) {
-    // SAFETY: writes word `i` < 32 of the thread's own 256-byte TLS array.
+    // SAFETY: writes word `i` <= DEPTH_WORD of the thread's own TLS array (see above).
     unsafe {
         core::arch::asm!(
             "mov {t}, qword ptr [rip + cachescope_shim_handler_frames@GOTTPOFF]",
             "mov qword ptr fs:[{t} + {i} * 8], {v}",
             t = out(reg) _,
-            i = in(reg) i.min(31),
+            i = in(reg) i.min(DEPTH_WORD),
             v = in(reg) v,
             options(nostack, preserves_flags),
         );
     }
+}
+
+/// The number of program handlers running on the calling thread.
+fn depth() -> u64 {
+    frame_word(DEPTH_WORD)
+}
+
+/// Sets the calling thread's handler depth.
+fn set_depth(v: u64) {
+    set_frame_word(DEPTH_WORD, v);
 }
 
 /// How a program signal handler found its thread, to be restored when it is left.
