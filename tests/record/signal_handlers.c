@@ -149,10 +149,12 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_rt;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGRTMIN, &sa, 0);
-    pthread_t j;
-    pthread_create(&j, 0, jumper, 0);
+    /* The jumper starts once the jump buffer is set (a signal before would jump nowhere). */
+    static pthread_t j;
     if (sigsetjmp(loop_env, 1) != 0)
         jumps++;
+    else
+        pthread_create(&j, 0, jumper, 0);
     if (jumps < 2000)
         for (long i = 0;; i++)
             work[i % 512] += i;
