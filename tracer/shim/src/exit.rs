@@ -92,7 +92,7 @@ extern "C" fn in_fork_child() {
 /// 2026-11-29); a signal that arrives while the shim works on the thread waits until it is
 /// done (`signals.rs`), so that the writer never waits for a lock that thread holds.
 extern "C" fn on_stop_signal(sig: c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
-    if thread::defer_signal(sig, info) {
+    if thread::defer_signal(sig, info, false) {
         return;
     }
     stop_and_wait(sig);
@@ -101,15 +101,24 @@ extern "C" fn on_stop_signal(sig: c_int, info: *mut libc::siginfo_t, _: *mut c_v
     unsafe { libc::raise(sig) };
 }
 
-/// Has the writer complete the trace and end the process with `sig`, and waits for that
-/// (at most [`FAULT_WAIT_MS`]); returns at once where the thread does not record (a forked
-/// child, the writer itself, the trace already ended).
+/// Has the writer complete the trace and end the process with `sig` (or the stop signal that
+/// came first), and waits for that (at most [`FAULT_WAIT_MS`]); returns at once where the
+/// thread does not record and no stop is under way (a forked child, the writer itself, the
+/// trace already ended).
 fn stop_and_wait(sig: c_int) {
-    if !recorder::enabled() || recorder::is_writer_thread() {
+    if recorder::is_writer_thread() {
         return;
     }
-    thread::publish_on_fault();
-    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+    if recorder::enabled() {
+        thread::publish_on_fault();
+        // The first stop signal is the one the process dies of.
+        let _ = STOP_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    } else if STOP_SIGNAL.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    // Also when recording already stopped for an earlier stop signal (the writer disables
+    // it when it starts collecting): a second SIGTERM must not end the process before the
+    // trace is complete (two in a row lost the trailer in 3 runs of 4 in a review).
     let tick = libc::timespec {
         tv_sec: 0,
         tv_nsec: 10_000_000,

@@ -29,7 +29,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use libc::{c_int, c_void, sighandler_t, siginfo_t};
 
@@ -44,6 +44,7 @@ real_fn! {
     real_longjmp: "longjmp" => unsafe extern "C" fn(*mut c_void, c_int) -> !;
     real_siglongjmp: "siglongjmp" => unsafe extern "C" fn(*mut c_void, c_int) -> !;
     real_longjmp_chk: "__longjmp_chk" => unsafe extern "C" fn(*mut c_void, c_int) -> !;
+    real_setcontext: "setcontext" => unsafe extern "C" fn(*const libc::ucontext_t) -> c_int;
 }
 
 /// The type of [`trampoline`].
@@ -68,6 +69,7 @@ pub(crate) fn resolve() {
     let _ = real_longjmp();
     let _ = real_siglongjmp();
     let _ = real_longjmp_chk();
+    let _ = real_setcontext();
 }
 
 /// Restores the default disposition of `sig` (the shim's own handlers, `exit.rs`).
@@ -137,9 +139,11 @@ extern "C-unwind" fn trampoline(sig: c_int, info: *mut siginfo_t, context: *mut 
         return;
     }
     let flags = FLAGS[i].load(Ordering::Acquire);
-    // A one-shot handler is gone from the kernel once delivered: it runs now or never.
-    if flags & libc::SA_RESETHAND == 0 && !synchronous(sig, info) && thread::defer_signal(sig, info)
-    {
+    let one_shot = flags & libc::SA_RESETHAND != 0;
+    if one_shot {
+        own_default_after_one_shot(sig);
+    }
+    if !synchronous(sig, info) && thread::defer_signal(sig, info, one_shot) {
         return;
     }
     let here = 0u8;
@@ -185,27 +189,39 @@ impl Drop for Running {
 /// could leave by a long jump, or end the thread, in the middle of the shim's work (a lock
 /// of the shim's held forever, a buffer lost) — as the C library and sanitizer runtimes do,
 /// the shim delivers such signals when it is done: it sends each to its thread again, with
-/// the same siginfo. A signal that arrives again while kept is merged with it, as the
-/// kernel merges standard signals (real-time ones too, here).
+/// the siginfo of its first arrival, as many times as it arrived (up to
+/// [`REPEATS_MAX`]: a profiler's SIGPROF keeps coming while a thread waits for the writer;
+/// merged into one, half of a 10 kHz timer's ticks were lost in a review). A one-shot
+/// handler (`SA_RESETHAND`), which the kernel removed when it delivered the signal, is
+/// installed again for its one delivery.
 pub(crate) struct Deferred {
     /// Bit `n - 1`: signal `n` is kept.
     pending: AtomicU64,
+    /// Bit `n - 1`: signal `n`'s handler is one-shot.
+    one_shot: AtomicU64,
+    /// How many times each kept signal arrived, at `n - 1`.
+    arrivals: [AtomicU32; SIGNALS - 1],
     /// The siginfo of each kept signal, at `n - 1`.
     infos: UnsafeCell<[MaybeUninit<siginfo_t>; SIGNALS - 1]>,
 }
+
+/// Deliveries of one kept signal at most.
+const REPEATS_MAX: u32 = 1024;
 
 impl Deferred {
     /// Nothing kept.
     pub fn new() -> Self {
         Deferred {
             pending: AtomicU64::new(0),
+            one_shot: AtomicU64::new(0),
+            arrivals: [const { AtomicU32::new(0) }; SIGNALS - 1],
             infos: UnsafeCell::new([const { MaybeUninit::uninit() }; SIGNALS - 1]),
         }
     }
 
     /// Keeps signal `sig` (from its thread's handler, while the thread is busy); `false` when
     /// it cannot be kept (no siginfo, not a signal number).
-    pub fn keep(&self, sig: c_int, info: *const siginfo_t) -> bool {
+    pub fn keep(&self, sig: c_int, info: *const siginfo_t, one_shot: bool) -> bool {
         let Some(i) = index(sig) else { return false };
         if info.is_null() {
             return false;
@@ -219,7 +235,19 @@ impl Deferred {
                 let entry = self.infos.get().cast::<MaybeUninit<siginfo_t>>().add(i - 1);
                 entry.write(MaybeUninit::new(*info));
             }
+            self.arrivals[i - 1].store(1, Ordering::Relaxed);
+            if one_shot {
+                self.one_shot.fetch_or(bit, Ordering::Relaxed);
+            } else {
+                self.one_shot.fetch_and(!bit, Ordering::Relaxed);
+            }
             self.pending.fetch_or(bit, Ordering::Release);
+        } else {
+            let n = &self.arrivals[i - 1];
+            n.store(
+                n.load(Ordering::Relaxed).saturating_add(1).min(REPEATS_MAX),
+                Ordering::Relaxed,
+            );
         }
         true
     }
@@ -235,10 +263,12 @@ impl Deferred {
     #[cold]
     pub fn redeliver(&self) {
         let mut bits = self.pending.swap(0, Ordering::Acquire);
+        let one_shot = self.one_shot.swap(0, Ordering::Relaxed);
         // SAFETY: getpid and gettid have no preconditions.
         let (pid, tid) = unsafe { (libc::getpid(), libc::syscall(libc::SYS_gettid)) };
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
+            let bit = bits & bits.wrapping_neg();
             bits &= bits - 1;
             // SAFETY: the entry was written before its bit was set (release, acquired by the
             // swap above); see `keep`.
@@ -247,15 +277,75 @@ impl Deferred {
                 entry.read().assume_init()
             };
             let sig = i as c_int + 1;
-            // SAFETY: sending a signal to the calling thread with the siginfo the kernel
-            // gave; a thread may send itself any siginfo (rt_tgsigqueueinfo(2)). Where it
-            // cannot, a plain signal goes instead.
-            unsafe {
-                if libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, sig, &info) != 0 {
-                    libc::syscall(libc::SYS_tgkill, pid, tid, sig);
+            let times = if one_shot & bit != 0 {
+                rearm_one_shot(sig);
+                1
+            } else {
+                self.arrivals[i]
+                    .swap(0, Ordering::Relaxed)
+                    .clamp(1, REPEATS_MAX)
+            };
+            for _ in 0..times {
+                // SAFETY: sending a signal to the calling thread with the siginfo the kernel
+                // gave; a thread may send itself any siginfo (rt_tgsigqueueinfo(2)). Where it
+                // cannot, a plain signal goes instead.
+                unsafe {
+                    if libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, sig, &info) != 0 {
+                        libc::syscall(libc::SYS_tgkill, pid, tid, sig);
+                    }
                 }
             }
         }
+    }
+}
+
+/// Installs the trampoline again for `sig`, whose one-shot handler the kernel removed when
+/// it delivered a signal the shim kept: where the disposition is still the default (the
+/// shim's handler of it, see [`own_default_after_one_shot`]), for one more delivery.
+fn rearm_one_shot(sig: c_int) {
+    let Some(i) = index(sig) else { return };
+    // SAFETY: a zeroed sigaction is a valid out-parameter.
+    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying into a valid out-parameter.
+    if unsafe { real_sigaction(sig, std::ptr::null(), &mut now) } != 0
+        || !(now.sa_sigaction == libc::SIG_DFL || own(sig, now.sa_sigaction))
+    {
+        return;
+    }
+    // SAFETY: a zeroed sigaction is valid; its mask is set by sigemptyset.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = trampoline as Trampoline as usize;
+    act.sa_flags = FLAGS[i].load(Ordering::Acquire) | libc::SA_SIGINFO;
+    // SAFETY: valid arguments.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        real_sigaction(sig, &act, std::ptr::null_mut());
+    }
+}
+
+/// After the kernel removed a one-shot handler (it reset the disposition to the real
+/// default), of a signal the shim handles in place of its default: the shim's handler again,
+/// so that the next such signal (a second SIGINT, a crash) still completes the trace.
+fn own_default_after_one_shot(sig: c_int) {
+    let Some((handler, flags)) = exit::own_handler(sig) else {
+        return;
+    };
+    // SAFETY: a zeroed sigaction is a valid out-parameter.
+    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying into a valid out-parameter.
+    if unsafe { real_sigaction(sig, std::ptr::null(), &mut now) } != 0
+        || now.sa_sigaction != libc::SIG_DFL
+    {
+        return;
+    }
+    // SAFETY: a zeroed sigaction is valid; its mask is set by sigemptyset.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = flags;
+    // SAFETY: valid arguments.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        real_sigaction(sig, &act, std::ptr::null_mut());
     }
 }
 
@@ -547,4 +637,17 @@ pub unsafe extern "C" fn __longjmp_chk(env: *mut c_void, val: c_int) -> ! {
     thread::leave_handlers_by_jump(jump_target(env));
     // SAFETY: forwarding the caller's jump buffer.
     unsafe { real_longjmp_chk()(env, val) }
+}
+
+/// Interposed `setcontext`: like a long jump (a handler that resumes a context saved by
+/// `getcontext` leaves the handlers below that context's stack pointer).
+#[no_mangle]
+pub unsafe extern "C" fn setcontext(ucp: *const libc::ucontext_t) -> c_int {
+    if !ucp.is_null() {
+        // SAFETY: the program's context, as `setcontext` reads it.
+        let sp = unsafe { (*ucp).uc_mcontext.gregs[libc::REG_RSP as usize] };
+        thread::leave_handlers_by_jump(Some(sp as u64));
+    }
+    // SAFETY: forwarding.
+    unsafe { real_setcontext()(ucp) }
 }

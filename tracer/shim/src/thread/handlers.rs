@@ -253,11 +253,11 @@ pub(crate) fn in_handler_outside_shim() -> bool {
 /// Keeps signal `sig` for later when it arrives while the shim works on the calling thread
 /// (its state is busy, and not because a program handler runs): `true` when kept, and the
 /// thread delivers it again once it is done (`signals.rs`, `Deferred`).
-pub(crate) fn defer_signal(sig: libc::c_int, info: *const libc::siginfo_t) -> bool {
+pub(crate) fn defer_signal(sig: libc::c_int, info: *const libc::siginfo_t, one_shot: bool) -> bool {
     let p = state_slot();
     if !has_state(p) || depth() != 0 {
         return false;
     }
     // SAFETY: as in `enter_handler`.
-    unsafe { (*p).busy && (*p).deferred.keep(sig, info) }
+    unsafe { (*p).busy && (*p).deferred.keep(sig, info, one_shot) }
 }
