@@ -444,7 +444,7 @@ fn writer_loop(trace: TraceWriter<BufWriter<File>>, rx: Receiver<Msg>) {
         // run dry.
         signal = STOP_SIGNAL.load(Ordering::SeqCst);
         if signal != 0 {
-            // SIGINT/SIGTERM: the handler only set the flag (all it may do); the writer takes
+            // SIGINT/SIGTERM or a crash: the handler set the flag and waits; the writer takes
             // what the threads have recorded so far and ends the trace.
             out.take_everything(&rx);
             break;
