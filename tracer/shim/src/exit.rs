@@ -191,27 +191,17 @@ pub(crate) fn own_handler(sig: c_int) -> Option<(usize, c_int)> {
 
 /// Installs the shim's handler for `sig` where the program left the default disposition.
 fn install_handler(sig: c_int) {
-    // SAFETY: reading the current disposition into a zeroed sigaction, then installing ours
-    // only where the program left the default; the handlers are async-signal-safe.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if signals::real_sigaction(sig, std::ptr::null(), &mut old) != 0
-            || old.sa_sigaction != libc::SIG_DFL
-        {
-            return;
-        }
-        let bit = 1u64 << (sig - 1);
-        OWN_HANDLERS.fetch_or(bit, Ordering::AcqRel);
-        let Some((handler, flags)) = own_handler(sig) else {
-            return;
-        };
-        let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = handler;
-        libc::sigemptyset(&mut act.sa_mask);
-        act.sa_flags = flags;
-        if signals::real_sigaction(sig, &act, std::ptr::null_mut()) != 0 {
-            OWN_HANDLERS.fetch_and(!bit, Ordering::AcqRel);
-        }
+    if signals::installed(sig) != Some(libc::SIG_DFL) {
+        return;
+    }
+    let bit = 1u64 << (sig - 1);
+    OWN_HANDLERS.fetch_or(bit, Ordering::AcqRel);
+    let Some((handler, flags)) = own_handler(sig) else {
+        return;
+    };
+    // The handlers are async-signal-safe.
+    if !signals::install(sig, handler, flags) {
+        OWN_HANDLERS.fetch_and(!bit, Ordering::AcqRel);
     }
 }
 
@@ -222,11 +212,7 @@ fn install_handler(sig: c_int) {
 fn restore_defaults_in_child() {
     let own = OWN_HANDLERS.swap(0, Ordering::AcqRel);
     for sig in (1..=64).filter(|s| own & (1u64 << (s - 1)) != 0) {
-        // SAFETY: reading the current disposition into a zeroed sigaction.
-        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let read = unsafe { signals::real_sigaction(sig, std::ptr::null(), &mut now) } == 0;
-        if read && own_handler_address(sig) == Some(now.sa_sigaction) {
+        if signals::installed(sig).is_some_and(|now| own_handler_address(sig) == Some(now)) {
             signals::set_default(sig);
         }
     }

@@ -75,17 +75,38 @@ pub(crate) fn resolve() {
 /// Restores the default disposition of `sig` (the shim's own handlers, `exit.rs`).
 /// Async-signal-safe once [`resolve`] ran.
 pub(crate) fn set_default(sig: c_int) {
-    // SAFETY: a zeroed sigaction with SIG_DFL (0) and an empty mask is valid.
-    let act: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: installing a valid disposition.
-    unsafe { real_sigaction(sig, &act, std::ptr::null_mut()) };
+    install(sig, libc::SIG_DFL, 0);
 }
 
-/// The real `sigaction`, for the shim's own handlers (`exit.rs`).
+/// The disposition the kernel has for `sig` now (the trampoline where the program installed
+/// a handler), if it can be read. Async-signal-safe once [`resolve`] ran.
+pub(crate) fn installed(sig: c_int) -> Option<sighandler_t> {
+    // SAFETY: a zeroed sigaction is a valid out-parameter.
+    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying into a valid out-parameter.
+    (unsafe { real_sigaction(sig, std::ptr::null(), &mut now) } == 0).then_some(now.sa_sigaction)
+}
+
+/// Gives the kernel `handler` with `flags` and an empty mask for `sig` (the real `sigaction`,
+/// for the shim's own dispositions); whether it took it. Async-signal-safe once [`resolve`]
+/// ran.
+pub(crate) fn install(sig: c_int, handler: sighandler_t, flags: c_int) -> bool {
+    // SAFETY: a zeroed sigaction is valid; its mask is set by sigemptyset.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = flags;
+    // SAFETY: valid arguments.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        real_sigaction(sig, &act, std::ptr::null_mut()) == 0
+    }
+}
+
+/// The real `sigaction`.
 ///
 /// # Safety
 /// As `sigaction(2)`: `act` and `old` are null or valid.
-pub(crate) unsafe fn real_sigaction(
+unsafe fn real_sigaction(
     sig: c_int,
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
@@ -304,22 +325,9 @@ impl Deferred {
 /// shim's handler of it, see [`own_default_after_one_shot`]), for one more delivery.
 fn rearm_one_shot(sig: c_int) {
     let Some(i) = index(sig) else { return };
-    // SAFETY: a zeroed sigaction is a valid out-parameter.
-    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: querying into a valid out-parameter.
-    if unsafe { real_sigaction(sig, std::ptr::null(), &mut now) } != 0
-        || !(now.sa_sigaction == libc::SIG_DFL || own(sig, now.sa_sigaction))
-    {
-        return;
-    }
-    // SAFETY: a zeroed sigaction is valid; its mask is set by sigemptyset.
-    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction = trampoline as Trampoline as usize;
-    act.sa_flags = FLAGS[i].load(Ordering::Acquire) | libc::SA_SIGINFO;
-    // SAFETY: valid arguments.
-    unsafe {
-        libc::sigemptyset(&mut act.sa_mask);
-        real_sigaction(sig, &act, std::ptr::null_mut());
+    if installed(sig).is_some_and(|now| now == libc::SIG_DFL || own(sig, now)) {
+        let flags = FLAGS[i].load(Ordering::Acquire) | libc::SA_SIGINFO;
+        install(sig, trampoline as Trampoline as usize, flags);
     }
 }
 
@@ -327,25 +335,10 @@ fn rearm_one_shot(sig: c_int) {
 /// default), of a signal the shim handles in place of its default: the shim's handler again,
 /// so that the next such signal (a second SIGINT, a crash) still completes the trace.
 fn own_default_after_one_shot(sig: c_int) {
-    let Some((handler, flags)) = exit::own_handler(sig) else {
-        return;
-    };
-    // SAFETY: a zeroed sigaction is a valid out-parameter.
-    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: querying into a valid out-parameter.
-    if unsafe { real_sigaction(sig, std::ptr::null(), &mut now) } != 0
-        || now.sa_sigaction != libc::SIG_DFL
-    {
-        return;
-    }
-    // SAFETY: a zeroed sigaction is valid; its mask is set by sigemptyset.
-    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction = handler;
-    act.sa_flags = flags;
-    // SAFETY: valid arguments.
-    unsafe {
-        libc::sigemptyset(&mut act.sa_mask);
-        real_sigaction(sig, &act, std::ptr::null_mut());
+    if let Some((handler, flags)) = exit::own_handler(sig) {
+        if installed(sig) == Some(libc::SIG_DFL) {
+            install(sig, handler, flags);
+        }
     }
 }
 
