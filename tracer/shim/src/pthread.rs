@@ -182,6 +182,12 @@ pub unsafe extern "C" fn pthread_create(
     }
     let tid = recorder::next_tid();
     let boxed = st.quiet(|_| Box::into_raw(Box::new(Start { start, arg, tid })));
+    // Recorded before the child exists: a trace cut by a stop signal must never hold the
+    // child's `ThreadStart` without it (the child may record before `real_create` returns
+    // here; until 2026-11-29, 1 recording of 12 stopped by SIGTERM could not be replayed:
+    // "thread N waits to be created"). If the creation fails, the id gets no events, which
+    // replay and the audit take as a thread that did nothing.
+    st.push(Event::ThreadCreate { child: tid });
     // SAFETY: the caller's arguments, with our start routine and its boxed context.
     let rc = unsafe { real_create()(th, attr, start_thread, boxed.cast()) };
     if rc != 0 {
@@ -196,7 +202,6 @@ pub unsafe extern "C" fn pthread_create(
             .get_or_insert_with(HashMap::new)
             .insert(handle, tid)
     });
-    st.push(Event::ThreadCreate { child: tid });
     rc
 }
 

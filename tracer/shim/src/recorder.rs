@@ -48,6 +48,11 @@ pub const BUFFER_EVENTS: usize = 32 * 1024;
 /// 32 buffers that was about a third of the recording time of the small examples).
 const QUEUE_BUFFERS: usize = 8;
 
+/// How long the end of a recording waits for the buffers threads are handing to the writer
+/// (normally microseconds; a thread stopped in the middle, e.g. by a debugger, must not hold
+/// the trace back forever).
+const HANDOVER_WAIT: Duration = Duration::from_secs(2);
+
 /// Whether events are recorded now. Cleared when recording ends (or fails, or in a fork child).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Callers recorded per heap allocation (see [`ENV_ALLOC_CALLERS`]).
@@ -485,14 +490,24 @@ struct Output {
 }
 
 impl Output {
-    /// Stops recording and takes everything the threads have recorded: the queued messages,
-    /// then each live thread's committed events.
+    /// Stops recording and takes everything the threads have recorded: the buffers they
+    /// handed over (queued, or being queued), then each live thread's committed events.
     fn take_everything(&mut self, rx: &Receiver<Msg>) {
         ENABLED.store(false, Ordering::SeqCst);
+        let current = thread::collect_all();
+        // Buffers taken before the collection and not yet queued hold earlier events than the
+        // threads' current ones: they go first. Until 2026-11-29 the writer emptied the queue
+        // and took the current buffers, and a buffer still on its way was lost.
+        let deadline = std::time::Instant::now() + HANDOVER_WAIT;
+        while thread::handovers() > 0 && std::time::Instant::now() < deadline {
+            if let Ok(msg) = rx.recv_timeout(Duration::from_millis(1)) {
+                self.handle(msg);
+            }
+        }
         while let Ok(msg) = rx.try_recv() {
             self.handle(msg);
         }
-        for (tid, events, done) in thread::collect_all() {
+        for (tid, events, done) in current {
             self.handle(Msg::Events(tid, events));
             if done {
                 self.handle(Msg::ThreadDone(tid));
@@ -555,7 +570,14 @@ pub(crate) fn finish() {
         return;
     }
     ENABLED.store(false, Ordering::SeqCst);
-    for (tid, events, done) in thread::collect_all() {
+    let current = thread::collect_all();
+    // As in `Output::take_everything`: the buffers still being handed over first (the
+    // writer takes them from the queue meanwhile).
+    let deadline = std::time::Instant::now() + HANDOVER_WAIT;
+    while thread::handovers() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for (tid, events, done) in current {
         send(Msg::Events(tid, events));
         if done {
             send(Msg::ThreadDone(tid));

@@ -212,6 +212,19 @@ struct SwapState {
     collected: bool,
 }
 
+/// Buffers that threads took from their state and are still handing to the writer (counted
+/// under the thread's swap lock before it releases it, uncounted once the writer's queue has
+/// them): the collector waits for these before it writes the thread's current buffer, which
+/// holds later events.
+static HANDOVERS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many buffers threads are handing to the writer right now (see [`HANDOVERS`]). Once the
+/// collector has taken every thread's events ([`collect_all`]) no new hand-over begins, so
+/// this only falls.
+pub(crate) fn handovers() -> usize {
+    HANDOVERS.load(Ordering::SeqCst)
+}
+
 // Pointers to live thread states, for the collector.
 struct Registry(Vec<usize>);
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry(Vec::new()));
@@ -532,10 +545,14 @@ impl ThreadState {
             self.limit = buffer_limit(fresh);
             self.shared_ptr.store(fresh, Ordering::Release);
             self.committed.store(0, Ordering::Release);
+            if !swap.collected {
+                HANDOVERS.fetch_add(1, Ordering::SeqCst);
+            }
             (!swap.collected).then_some(full)
         };
         if let Some(full) = full {
             recorder::send(Msg::Events(self.tid, full));
+            HANDOVERS.fetch_sub(1, Ordering::SeqCst);
         }
         self.unbusy(was_busy);
     }
@@ -667,6 +684,20 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
 fn retire(p: *mut ThreadState) {
     set_state_slot(QUIET);
     TLS.with(|t| t.flags.set(t.flags.get() | INTERNAL));
+    // Claimed while still registered: either the collector took the events already, or it
+    // finds them claimed and waits for the hand-over (until 2026-11-29 the thread left the
+    // registry first, and a collector running then neither took its events nor waited for
+    // them: they reached the writer after the trace's end).
+    let handing_over = {
+        // SAFETY: `p` is this thread's state, still registered (so alive).
+        let mut swap = lock(unsafe { &(*p).swap });
+        let claim = !swap.collected;
+        if claim {
+            swap.collected = true;
+            HANDOVERS.fetch_add(1, Ordering::SeqCst);
+        }
+        claim
+    };
     lock(&REGISTRY).0.retain(|&q| q != p as usize);
     // SAFETY: `p` is this thread's state, out of the registry and the TLS slot: nobody else
     // can reach it now.
@@ -674,11 +705,11 @@ fn retire(p: *mut ThreadState) {
     if let Some(a) = st.alt_stack.take() {
         crate::alt_stack::remove(a);
     }
-    let collected = lock(&st.swap).collected;
     // SAFETY: the state is dropped below without pushing again.
     let events = unsafe { st.take_events() };
-    if !collected {
+    if handing_over {
         recorder::send(Msg::Events(st.tid, events));
         recorder::send(Msg::ThreadDone(st.tid));
+        HANDOVERS.fetch_sub(1, Ordering::SeqCst);
     }
 }
