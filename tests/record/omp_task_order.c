@@ -3,6 +3,8 @@
      taskwait   single: task A bumps cnt[0]; taskwait; task B bumps cnt[1]
      depend     single: A depend(out: cnt[0]), B depend(in: cnt[0]) depend(out: cnt[1])
      taskgroup  single: taskgroup { A }; B
+     taskloop   single: A bumps cnt[0] half-way; a taskloop of two tasks, B and a spinning
+                one; A bumps cnt[0] the rest of the way (gcc: libgomp's GOMP_taskloop)
    The creator spins a little after creating one of them, so that the other thread (waiting
    at the single's end, where it runs queued tasks) usually takes that one, and runs the
    other itself: the tasks then run on different threads. Prints the thread that ran A and
@@ -16,12 +18,14 @@
 static long cnt[2];
 static int ran[2];
 
-static void work(int k) {
+static void bump(int k, long n) {
   volatile long *c = &cnt[k];
   ran[k] = omp_get_thread_num();
-  for (long i = 0; i < N; i++)
+  for (long i = 0; i < n; i++)
     (*c)++;
 }
+
+static void work(int k) { bump(k, N); }
 
 static void spin(void) {
   volatile long s = 0;
@@ -42,6 +46,19 @@ int main(int argc, char **argv) {
 #pragma omp task depend(in : cnt[0]) depend(out : cnt[1])
       work(1);
       spin();
+    } else if (!strcmp(mode, "taskloop")) {
+      /* B follows the code before the taskloop, and the code after it follows B (the
+         taskloop's implicit taskgroup); whichever thread takes the spinning task, the other
+         one runs B or the creator runs both. */
+      bump(0, N / 2);
+#pragma omp taskloop num_tasks(2)
+      for (int t = 0; t < 2; t++) {
+        if (t == 0)
+          work(1);
+        else
+          spin();
+      }
+      bump(0, N / 2);
     } else if (!strcmp(mode, "taskgroup")) {
       /* A goes to the other thread while the creator spins; B runs at once on the creator
          (undeferred). */

@@ -11,7 +11,7 @@
 //! which is the recorded order of acquisitions replay follows). OpenMP nest locks record their
 //! outermost acquisition and the release that frees them (the holder's nested acquisitions
 //! cannot wait), with either runtime: the interposers catch libomp's functions too.
-//! Explicit tasks (`GOMP_task`, `GOMP_taskwait`, `GOMP_taskgroup_end`) are in
+//! Explicit tasks (`GOMP_task`, `GOMP_taskloop*`, `GOMP_taskwait`, `GOMP_taskgroup_end`) are in
 //! `gomp_tasks.rs`. Not modelled (documented): nested parallelism beyond keeping the team
 //! stack, cancellation points.
 

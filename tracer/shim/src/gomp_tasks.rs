@@ -9,12 +9,21 @@
 //! which records the task's start, runs the program's function on the program's part and
 //! records its completion. Each thread notes the task it runs (`ThreadState::task`), the
 //! parent of the tasks it creates and the task a `taskwait` waits in. A task with a `detach`
-//! event, and tasks of `taskloop`, are passed through unchanged (unordered, as before).
+//! event is passed through unchanged (unordered, as before).
+//!
+//! `GOMP_taskloop` (and `_ull`) creates its tasks inside libgomp, each with a copy of the
+//! argument block whose first two words libgomp then sets to the task's share of the
+//! iterations. Its block gets two words for those first, then the header and the program's
+//! block; [`run_loop_task`] moves the two words into the program's block before it runs the
+//! program's function. The taskloop's creation is one source that each of its tasks starts
+//! after; each completes like a child of the encountering task, and the end of the
+//! taskloop's implicit taskgroup (unless `nogroup`) waits for the children. A taskloop with
+//! a `reduction` (libgomp reads the program's block itself then) is passed through unchanged.
 
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use libc::{c_int, c_long, c_uint, c_void};
+use libc::{c_int, c_long, c_uint, c_ulong, c_void};
 
 use crate::real::real_fn;
 use crate::task_order::{self, Dependence};
@@ -25,6 +34,18 @@ type CopyFn = extern "C" fn(*mut c_void, *mut c_void);
 
 /// `GOMP_TASK_FLAG_DEPEND`: `depend` lists the task's dependences.
 const FLAG_DEPEND: c_uint = 1 << 3;
+/// `GOMP_TASK_FLAG_NOGROUP`: a taskloop without its implicit taskgroup.
+const FLAG_NOGROUP: c_uint = 1 << 11;
+/// `GOMP_TASK_FLAG_REDUCTION`: a taskloop with a `reduction` (libgomp reads the program's
+/// block).
+const FLAG_REDUCTION: c_uint = 1 << 12;
+
+/// `GOMP_taskloop`'s signature (`GOMP_taskloop_ull`'s, with `u64` bounds and step).
+macro_rules! taskloop_fn {
+    ($t:ty) => {
+        unsafe extern "C" fn(TaskFn, *mut c_void, Option<CopyFn>, c_long, c_long, c_uint, c_ulong, c_int, $t, $t, $t)
+    };
+}
 
 real_fn! {
     real_task: "GOMP_task" => unsafe extern "C" fn(
@@ -39,6 +60,8 @@ real_fn! {
         c_int,
         *mut c_void,
     );
+    real_taskloop: "GOMP_taskloop" => taskloop_fn!(c_long);
+    real_taskloop_ull: "GOMP_taskloop_ull" => taskloop_fn!(u64);
     real_taskwait: "GOMP_taskwait" => unsafe extern "C" fn();
     real_taskgroup_end: "GOMP_taskgroup_end" => unsafe extern "C" fn();
 }
@@ -232,6 +255,186 @@ pub unsafe extern "C" fn GOMP_task(
     // SAFETY: allocated above with `layout`; libgomp no longer uses it.
     thread::quietly(|| unsafe { std::alloc::dealloc(block, layout) });
 }
+
+/// The start of a taskloop task's argument block: the two words libgomp sets to the task's
+/// iterations (`start`, `end`), then the header ([`TaskHeader::payload`] counts from the
+/// block's start).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct LoopHeader {
+    bounds: [u64; 2],
+    task: TaskHeader,
+}
+
+/// Runs a taskloop task: `p` is its argument block, a [`LoopHeader`] and then the program's
+/// block, which gets the task's iterations in its first two words.
+extern "C" fn run_loop_task(p: *mut c_void) {
+    // SAFETY: libgomp passes a copy of the block `taskloop` made (a loop header first, with
+    // the bounds it wrote), aligned for it (at least 8 bytes were asked for).
+    let h = unsafe { std::ptr::read(p.cast::<LoopHeader>()) };
+    // SAFETY: the program's block lies `payload` bytes into the task's block and starts with
+    // the two 8-byte words the program's function reads its iterations from.
+    let payload = unsafe {
+        let payload = p.cast::<u8>().add(h.task.payload);
+        std::ptr::write(payload.cast::<[u64; 2]>(), h.bounds);
+        payload.cast::<c_void>()
+    };
+    // Each task of the loop is a task of its own (the parent of what it creates).
+    let outer = thread::current().map(|st| std::mem::replace(&mut st.task, next_task_id()));
+    task_order::task_starts(h.task.id, &[]);
+    (h.task.func)(payload);
+    task_order::task_completed(h.task.parent, &[]);
+    if let (Some(outer), Some(st)) = (outer, thread::current()) {
+        st.task = outer;
+    }
+}
+
+/// The copy function given to libgomp for a taskloop whose program has one: copies the loop
+/// header from our block `src` to `dest` and the program's block with the program's function
+/// (libgomp writes the bounds after it).
+extern "C" fn copy_loop_task(dest: *mut c_void, src: *mut c_void) {
+    // SAFETY: `src` is the block `taskloop` made (a loop header first), `dest` the task's
+    // block of the size and alignment it asked for.
+    unsafe {
+        let h = std::ptr::read(src.cast::<LoopHeader>());
+        std::ptr::write(dest.cast::<LoopHeader>(), h);
+        if let Some(copy) = h.task.copy {
+            copy(dest.cast::<u8>().add(h.task.payload).cast(), h.task.src);
+        }
+    }
+}
+
+/// What `taskloop` runs in place of the program's function and block: our function, block,
+/// copy function and block size, or nothing where the call passes through unchanged.
+struct LoopBlock {
+    block: *mut u8,
+    layout: Layout,
+    copy: Option<CopyFn>,
+    parent: u64,
+}
+
+/// Makes the block for a taskloop of the calling task (see the module doc), records the
+/// loop's creation; `None`: pass the call through.
+fn loop_block(
+    func: TaskFn,
+    data: *mut c_void,
+    copy: Option<CopyFn>,
+    arg_size: c_long,
+    arg_align: c_long,
+    flags: c_uint,
+) -> Option<LoopBlock> {
+    let parent = thread::current()?.task;
+    let size = usize::try_from(arg_size).ok()?;
+    let align = usize::try_from(arg_align).unwrap_or(1).max(8);
+    // The program's block holds at least its two bound words; a reduction's is read by
+    // libgomp itself.
+    if flags & FLAG_REDUCTION != 0 || !(16..=1 << 30).contains(&size) || align > 4096 {
+        return None;
+    }
+    if !align.is_power_of_two() || data.is_null() {
+        return None;
+    }
+    let payload = std::mem::size_of::<LoopHeader>().next_multiple_of(align);
+    let layout = Layout::from_size_align(payload + size, align).ok()?;
+    // SAFETY: a non-zero size.
+    let block = thread::quietly(|| unsafe { std::alloc::alloc(layout) });
+    if block.is_null() {
+        return None;
+    }
+    let id = next_task_id();
+    let header = LoopHeader {
+        bounds: [0; 2],
+        task: TaskHeader {
+            func,
+            copy,
+            src: data,
+            payload,
+            id,
+            parent,
+            deps: std::ptr::null_mut(),
+            ndeps: 0,
+        },
+    };
+    // SAFETY: `block` has room for the header and `size` bytes after `payload`; without a
+    // copy function libgomp copies the whole block, so the program's block goes in too.
+    unsafe {
+        std::ptr::write(block.cast::<LoopHeader>(), header);
+        if copy.is_none() {
+            std::ptr::copy_nonoverlapping(data.cast::<u8>(), block.add(payload), size);
+        }
+    }
+    task_order::task_created(id);
+    Some(LoopBlock {
+        block,
+        layout,
+        copy: copy.map(|_| copy_loop_task as CopyFn),
+        parent,
+    })
+}
+
+/// After the real taskloop returned: frees the block; the code after a taskloop with its
+/// implicit taskgroup follows the loop's tasks.
+fn loop_done(b: LoopBlock, flags: c_uint) {
+    // SAFETY: allocated by `loop_block` with `layout`; libgomp copied it into every task (or
+    // ran them) before returning.
+    thread::quietly(|| unsafe { std::alloc::dealloc(b.block, b.layout) });
+    if flags & FLAG_NOGROUP == 0 {
+        task_order::children_waited(b.parent);
+    }
+}
+
+macro_rules! taskloop_entry {
+    ($name:ident, $real:ident, $t:ty) => {
+        #[doc = concat!("Interposed `", stringify!($name), "` (see the module doc).")]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            func: TaskFn,
+            data: *mut c_void,
+            copy: Option<CopyFn>,
+            arg_size: c_long,
+            arg_align: c_long,
+            flags: c_uint,
+            num_tasks: c_ulong,
+            priority: c_int,
+            start: $t,
+            end: $t,
+            step: $t,
+        ) {
+            let Some(b) = loop_block(func, data, copy, arg_size, arg_align, flags) else {
+                // SAFETY: the caller's arguments, unchanged.
+                return unsafe {
+                    $real()(
+                        func, data, copy, arg_size, arg_align, flags, num_tasks, priority, start,
+                        end, step,
+                    )
+                };
+            };
+            // SAFETY: our function, block and copy function in place of the program's (the
+            // block's size and alignment from its layout), the rest unchanged; the block
+            // outlives the call.
+            unsafe {
+                $real()(
+                    run_loop_task,
+                    b.block.cast(),
+                    b.copy,
+                    b.layout.size() as c_long,
+                    b.layout.align() as c_long,
+                    flags,
+                    num_tasks,
+                    priority,
+                    start,
+                    end,
+                    step,
+                )
+            };
+            loop_done(b, flags);
+        }
+    };
+}
+
+taskloop_entry!(GOMP_taskloop, real_taskloop, c_long);
+taskloop_entry!(GOMP_taskloop_ull, real_taskloop_ull, u64);
 
 /// Interposed `GOMP_taskwait`: the code after it follows the task's children.
 #[no_mangle]
