@@ -3,6 +3,7 @@
      taskwait   single: task A bumps cnt[0]; taskwait; task B bumps cnt[1]
      depend     single: A depend(out: cnt[0]), B depend(in: cnt[0]) depend(out: cnt[1])
      taskgroup  single: taskgroup { A }; B
+     grandchild single: taskgroup { task { A } }; B (A is a task of the group's task)
      taskloop   single: A bumps cnt[0] half-way; a taskloop of two tasks, B and a spinning
                 one; A bumps cnt[0] the rest of the way (gcc: libgomp's GOMP_taskloop)
    The creator spins a little after creating one of them, so that the other thread (waiting
@@ -46,6 +47,20 @@ int main(int argc, char **argv) {
 #pragma omp task depend(in : cnt[0]) depend(out : cnt[1])
       work(1);
       spin();
+    } else if (!strcmp(mode, "grandchild")) {
+      /* The group's task, which the other thread takes while the creator spins, creates A
+         and ends without waiting for it; the taskgroup waits for A too. */
+#pragma omp taskgroup
+      {
+#pragma omp task
+        {
+#pragma omp task
+          work(0);
+        }
+        spin();
+      }
+#pragma omp task if (0)
+      work(1);
     } else if (!strcmp(mode, "taskloop")) {
       /* B follows the code before the taskloop, and the code after it follows B (the
          taskloop's implicit taskgroup); whichever thread takes the spinning task, the other

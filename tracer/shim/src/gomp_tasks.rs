@@ -63,6 +63,7 @@ real_fn! {
     real_taskloop: "GOMP_taskloop" => taskloop_fn!(c_long);
     real_taskloop_ull: "GOMP_taskloop_ull" => taskloop_fn!(u64);
     real_taskwait: "GOMP_taskwait" => unsafe extern "C" fn();
+    real_taskgroup_start: "GOMP_taskgroup_start" => unsafe extern "C" fn();
     real_taskgroup_end: "GOMP_taskgroup_end" => unsafe extern "C" fn();
 }
 
@@ -85,6 +86,8 @@ struct TaskHeader {
     payload: usize,
     id: u64,
     parent: u64,
+    /// The taskgroup the task belongs to (0: none).
+    group: u64,
     /// The dependences (a leaked `Box<[Dependence]>`, freed when the task has run).
     deps: *mut Dependence,
     ndeps: usize,
@@ -135,12 +138,12 @@ extern "C" fn run_task(p: *mut c_void) {
         // SAFETY: `deps`/`ndeps` are the leaked slice `GOMP_task` made, freed below only.
         unsafe { std::slice::from_raw_parts(h.deps, h.ndeps) }
     };
-    let outer = thread::current().map(|st| std::mem::replace(&mut st.task, h.id));
+    let outer = thread::current().map(|st| enter_task(st, h.id, h.group));
     task_order::task_starts(h.id, deps);
     (h.func)(payload);
-    task_order::task_completed(h.parent, deps);
+    task_order::task_completed(h.parent, h.group, deps);
     if let (Some(outer), Some(st)) = (outer, thread::current()) {
-        st.task = outer;
+        (st.task, st.group) = outer;
     }
     if !h.deps.is_null() {
         // SAFETY: the slice leaked by `GOMP_task` for this task, which runs once.
@@ -148,6 +151,15 @@ extern "C" fn run_task(p: *mut c_void) {
             drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(h.deps, h.ndeps)) })
         });
     }
+}
+
+/// The thread runs task `task` of taskgroup `group` (the group of the tasks it creates, until
+/// it opens one); returns the task and group it ran before.
+fn enter_task(st: &mut thread::ThreadState, task: u64, group: u64) -> (u64, u64) {
+    (
+        std::mem::replace(&mut st.task, task),
+        std::mem::replace(&mut st.group, group),
+    )
 }
 
 /// The copy function given to libgomp when the program has one: copies the header from our
@@ -188,7 +200,7 @@ pub unsafe extern "C" fn GOMP_task(
         }
     };
     let size = usize::try_from(arg_size).unwrap_or(usize::MAX);
-    let Some(parent) = thread::current().map(|st| st.task) else {
+    let Some((parent, group)) = thread::current().map(|st| (st.task, st.group)) else {
         return forward();
     };
     let align = usize::try_from(arg_align).unwrap_or(1).max(8);
@@ -224,6 +236,7 @@ pub unsafe extern "C" fn GOMP_task(
         payload,
         id,
         parent,
+        group,
         deps,
         ndeps,
     };
@@ -280,12 +293,12 @@ extern "C" fn run_loop_task(p: *mut c_void) {
         payload.cast::<c_void>()
     };
     // Each task of the loop is a task of its own (the parent of what it creates).
-    let outer = thread::current().map(|st| std::mem::replace(&mut st.task, next_task_id()));
+    let outer = thread::current().map(|st| enter_task(st, next_task_id(), h.task.group));
     task_order::task_starts(h.task.id, &[]);
     (h.task.func)(payload);
-    task_order::task_completed(h.task.parent, &[]);
+    task_order::task_completed(h.task.parent, h.task.group, &[]);
     if let (Some(outer), Some(st)) = (outer, thread::current()) {
-        st.task = outer;
+        (st.task, st.group) = outer;
     }
 }
 
@@ -323,7 +336,8 @@ fn loop_block(
     arg_align: c_long,
     flags: c_uint,
 ) -> Option<LoopBlock> {
-    let parent = thread::current()?.task;
+    let st = thread::current()?;
+    let parent = st.task;
     let size = usize::try_from(arg_size).ok()?;
     let align = usize::try_from(arg_align).unwrap_or(1).max(8);
     // The program's block holds at least its two bound words; a reduction's is read by
@@ -342,6 +356,12 @@ fn loop_block(
         return None;
     }
     let id = next_task_id();
+    // The loop's tasks belong to its implicit taskgroup, or to the creator's group.
+    let group = if flags & FLAG_NOGROUP == 0 {
+        task_order::group_opened(st)
+    } else {
+        st.group
+    };
     let header = LoopHeader {
         bounds: [0; 2],
         task: TaskHeader {
@@ -351,6 +371,7 @@ fn loop_block(
             payload,
             id,
             parent,
+            group,
             deps: std::ptr::null_mut(),
             ndeps: 0,
         },
@@ -373,13 +394,16 @@ fn loop_block(
 }
 
 /// After the real taskloop returned: frees the block; the code after a taskloop with its
-/// implicit taskgroup follows the loop's tasks.
+/// implicit taskgroup follows the loop's tasks and their descendants.
 fn loop_done(b: LoopBlock, flags: c_uint) {
     // SAFETY: allocated by `loop_block` with `layout`; libgomp copied it into every task (or
     // ran them) before returning.
     thread::quietly(|| unsafe { std::alloc::dealloc(b.block, b.layout) });
     if flags & FLAG_NOGROUP == 0 {
         task_order::children_waited(b.parent);
+        if let Some(st) = thread::current() {
+            task_order::group_ended(st);
+        }
     }
 }
 
@@ -446,12 +470,24 @@ pub unsafe extern "C" fn GOMP_taskwait() {
     }
 }
 
-/// Interposed `GOMP_taskgroup_end`: the code after it follows the task's children.
+/// Interposed `GOMP_taskgroup_start`: the tasks created from now on belong to the group.
+#[no_mangle]
+pub unsafe extern "C" fn GOMP_taskgroup_start() {
+    // SAFETY: forwarding.
+    unsafe { real_taskgroup_start()() };
+    if let Some(st) = thread::current() {
+        task_order::group_opened(st);
+    }
+}
+
+/// Interposed `GOMP_taskgroup_end`: the code after it follows the task's children and the
+/// group's tasks with their descendants.
 #[no_mangle]
 pub unsafe extern "C" fn GOMP_taskgroup_end() {
     // SAFETY: forwarding.
     unsafe { real_taskgroup_end()() };
-    if let Some(task) = thread::current().map(|st| st.task) {
-        task_order::children_waited(task);
+    if let Some(st) = thread::current() {
+        task_order::children_waited(st.task);
+        task_order::group_ended(st);
     }
 }

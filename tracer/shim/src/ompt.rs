@@ -477,6 +477,10 @@ struct TaskOrder {
     parent: u64,
     /// The task its executing thread ran before it (restored when it completes).
     outer: u64,
+    /// The taskgroup it belongs to (the creator's innermost, `task_order.rs`; 0: none), and
+    /// the executing thread's group before it started (restored when it completes).
+    group: u64,
+    outer_group: u64,
     deps: Vec<Dependence>,
     /// Its start was recorded (a task suspended and resumed starts once).
     started: bool,
@@ -501,15 +505,14 @@ unsafe extern "C" fn on_task_create(
     };
     let explicit = flags & TASK_EXPLICIT != 0;
     td.value = if explicit { EXPLICIT_TASK } else { 0 };
-    let parent = thread::current().map(|st| st.task);
-    if let (true, Some(parent)) = (explicit, parent) {
+    let creator = thread::current().map(|st| (st.task, st.group));
+    if let (true, Some((parent, group))) = (explicit, creator) {
         let task = new_task_data as u64;
         thread::quietly(|| {
-            lock(&TASKS)
-                .get_or_insert_with(HashMap::new)
-                .entry(task)
-                .or_default()
-                .parent = parent
+            let mut g = lock(&TASKS);
+            let t = g.get_or_insert_with(HashMap::new).entry(task).or_default();
+            t.parent = parent;
+            t.group = group;
         });
         task_order::task_created(task);
     }
@@ -567,9 +570,10 @@ unsafe extern "C" fn on_task_schedule(
         let key = prior_task_data as u64;
         let done = thread::quietly(|| lock(&TASKS).as_mut()?.remove(&key));
         if let Some(t) = done {
-            task_order::task_completed(t.parent, &t.deps);
+            task_order::task_completed(t.parent, t.group, &t.deps);
             if let Some(st) = thread::current() {
                 st.task = t.outer;
+                st.group = t.outer_group;
             }
             thread::quietly(|| drop(t));
         }
@@ -582,17 +586,24 @@ unsafe extern "C" fn on_task_schedule(
     }
     if next == EXPLICIT_TASK {
         let key = next_task_data as u64;
-        let outer = thread::current().map_or(0, |st| std::mem::replace(&mut st.task, key));
+        let (outer, outer_group) = thread::current().map_or((0, 0), |st| {
+            (std::mem::replace(&mut st.task, key), st.group)
+        });
         let started = thread::quietly(|| {
             let mut g = lock(&TASKS);
             let t = g.as_mut()?.get_mut(&key)?;
             let first = !std::mem::replace(&mut t.started, true);
             first.then(|| {
                 t.outer = outer;
-                t.deps.clone()
+                t.outer_group = outer_group;
+                (t.group, t.deps.clone())
             })
         });
-        if let Some(deps) = started {
+        // A task resumed after a switch keeps the group it is in (one it opened, maybe).
+        if let Some((group, deps)) = started {
+            if let Some(st) = thread::current() {
+                st.group = group;
+            }
             task_order::task_starts(key, &deps);
             thread::quietly(|| drop(deps));
         }
@@ -608,11 +619,21 @@ unsafe extern "C" fn on_sync_region(
     task_data: *mut OmptData,
     codeptr_ra: *const c_void,
 ) {
-    // The end of a `taskwait` or `taskgroup`: the task follows its children.
+    // The end of a `taskwait` or `taskgroup`: the task follows its children (and a
+    // taskgroup's tasks with their descendants: its begin opens the group).
     if matches!(kind, SYNC_TASKWAIT | SYNC_TASKGROUP) {
-        if endpoint == SCOPE_END {
-            if let Some(task) = thread::current().map(|st| st.task) {
-                task_order::children_waited(task);
+        if let Some(st) = thread::current() {
+            match (kind, endpoint) {
+                (SYNC_TASKGROUP, SCOPE_BEGIN) => {
+                    task_order::group_opened(st);
+                }
+                (_, SCOPE_END) => {
+                    task_order::children_waited(st.task);
+                    if kind == SYNC_TASKGROUP {
+                        task_order::group_ended(st);
+                    }
+                }
+                _ => {}
             }
         }
         return;

@@ -188,6 +188,11 @@ pub(crate) struct ThreadState {
     /// explicit one), the parent of the tasks it creates and the task its `taskwait` waits
     /// in (`gomp_tasks.rs`; `ompt.rs`, where ids are the tasks' `ompt_data_t` addresses).
     pub task: u64,
+    /// The innermost `taskgroup` the tasks this thread creates now belong to (one the
+    /// running task opened, or the one it belongs to itself; 0: none), and the groups it
+    /// replaced, innermost last (`task_order.rs`).
+    pub group: u64,
+    pub outer_groups: Vec<u64>,
     /// Mutexes taken while [`ThreadState::waiting`] and not recorded: their releases are
     /// not recorded either.
     pub unrecorded_locks: Vec<u64>,
@@ -374,6 +379,8 @@ fn create() -> Option<&'static mut ThreadState> {
         in_barrier: false,
         in_task: false,
         task: 0,
+        group: 0,
+        outer_groups: Vec::new(),
         unrecorded_locks: Vec::with_capacity(4),
         nest_locks: Vec::new(),
         pending_joins: Vec::with_capacity(4),
