@@ -3156,7 +3156,8 @@ fn signals_the_recorder_handles_keep_their_default_disposition_for_the_program()
     // handlers (`sigaction` reported a function), a restored "default" SIGINT let the
     // program run on after `raise`, a crash handler that restored the default and raised
     // again left an incomplete trace, a forked child ignored SIGTERM, and (with the first
-    // `signal` of the recorder's own) `siginterrupt` no longer made `signal` interrupt reads.
+    // `signal` of the recorder's own) `siginterrupt` no longer made `signal` interrupt reads;
+    // and the recorder's alternate signal stack was the program's.
     let dir = tempfile::tempdir().unwrap();
     let src = source("signal_defaults.c");
     for compiler in compilers() {
@@ -3171,6 +3172,14 @@ fn signals_the_recorder_handles_keep_their_default_disposition_for_the_program()
         assert_eq!(
             record(&trace("fork"), &prog, &["fork"], 1),
             "child died of SIGTERM\n",
+            "{name}"
+        );
+        // The shim's own alternate stack (for its fault handler) is not the program's: until
+        // 2026-11-29 `sigaltstack` reported it, so a program that installs one only where
+        // there is none kept the shim's 64 KiB.
+        assert_eq!(
+            record(&trace("altstack"), &prog, &["altstack"], 2),
+            "altstack none, thread none, own ok, handler on it, disabled none\n",
             "{name}"
         );
         for (mode, printed, signal) in [

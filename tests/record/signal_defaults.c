@@ -6,8 +6,12 @@
  *   restore   : saves SIGINT's disposition, installs a handler, restores it, raises SIGINT:
  *               the program dies of it at once ("not reached" is never printed);
  *   fork      : a forked child killed by SIGTERM dies of it;
- *   rechain   : a SIGSEGV handler that restores the default and raises it again. */
+ *   rechain   : a SIGSEGV handler that restores the default and raises it again;
+ *   altstack  : a thread has no alternate signal stack until the program installs one (in
+ *               the main thread and another); an SA_ONSTACK handler with 128 KiB of locals
+ *               runs on the program's; disabled, there is none again. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +33,52 @@ static void on_int(int sig) { (void)sig; }
 static void on_segv(int sig) {
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+static char alt[256 * 1024];
+static volatile int on_alt;
+
+static void on_usr1(int sig) {
+    volatile char big[128 * 1024];
+    for (unsigned i = 0; i < sizeof big; i += 64)
+        big[i] = (char)sig;
+    stack_t cur;
+    on_alt = sigaltstack(0, &cur) == 0 && (cur.ss_flags & SS_ONSTACK) && cur.ss_sp == alt &&
+             (char *)&big[0] >= alt && (char *)&big[0] < alt + sizeof alt;
+}
+
+/* Whether the calling thread has no alternate stack (as sigaltstack reports it). */
+static int none(void) {
+    stack_t q;
+    return sigaltstack(0, &q) == 0 && (q.ss_flags & SS_DISABLE) && q.ss_sp == 0;
+}
+
+static void *thread_none(void *arg) {
+    (void)arg;
+    return none() ? (void *)1 : 0;
+}
+
+static int altstack(void) {
+    pthread_t t;
+    void *other = 0;
+    int before = none();
+    if (pthread_create(&t, 0, thread_none, 0) != 0 || pthread_join(t, &other) != 0)
+        return 2;
+    stack_t mine = {.ss_sp = alt, .ss_flags = 0, .ss_size = sizeof alt}, old, q;
+    int own = sigaltstack(&mine, &old) == 0 && (old.ss_flags & SS_DISABLE) &&
+              sigaltstack(0, &q) == 0 && q.ss_sp == alt && q.ss_size == sizeof alt;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGUSR1, &sa, 0);
+    raise(SIGUSR1);
+    mine.ss_flags = SS_DISABLE;
+    int after = sigaltstack(&mine, 0) == 0 && none();
+    printf("altstack %s, thread %s, own %s, handler %s, disabled %s\n",
+           before ? "none" : "WRONG", other ? "none" : "WRONG", own ? "ok" : "WRONG",
+           on_alt ? "on it" : "WRONG", after ? "none" : "WRONG");
+    return 0;
 }
 
 static int query(void) {
@@ -62,6 +112,8 @@ int main(int argc, char **argv) {
         work[i % 64] += i;
     if (strcmp(mode, "query") == 0)
         return query();
+    if (strcmp(mode, "altstack") == 0)
+        return altstack();
     if (strcmp(mode, "restore") == 0) {
         struct sigaction mine, saved;
         memset(&mine, 0, sizeof mine);
