@@ -162,18 +162,57 @@ fn enter_task(st: &mut thread::ThreadState, task: u64, group: u64) -> (u64, u64)
     )
 }
 
-/// The copy function given to libgomp when the program has one: copies the header from our
-/// block `src` to `dest` and the program's block with the program's function.
-extern "C" fn copy_task(dest: *mut c_void, src: *mut c_void) {
-    // SAFETY: `src` is the block `GOMP_task` made (a header first), `dest` the task's block
-    // of the size and alignment it asked for.
+/// The start of the argument blocks the shim gives libgomp: [`TaskHeader`] for `GOMP_task`,
+/// [`LoopHeader`] for a taskloop.
+trait BlockHeader: Copy {
+    fn task(&self) -> &TaskHeader;
+}
+
+impl BlockHeader for TaskHeader {
+    fn task(&self) -> &TaskHeader {
+        self
+    }
+}
+
+impl BlockHeader for LoopHeader {
+    fn task(&self) -> &TaskHeader {
+        &self.task
+    }
+}
+
+/// The copy function given to libgomp when the program has one: copies the header `H` from
+/// our block `src` to `dest` and the program's block with the program's function (libgomp
+/// writes a taskloop task's bounds after it).
+extern "C" fn copy_block<H: BlockHeader>(dest: *mut c_void, src: *mut c_void) {
+    // SAFETY: `src` is a block `fill_block` made (an `H` first), `dest` the task's block of
+    // the size and alignment it asked for.
     unsafe {
-        let h = std::ptr::read(src.cast::<TaskHeader>());
-        std::ptr::write(dest.cast::<TaskHeader>(), h);
-        if let Some(copy) = h.copy {
-            copy(dest.cast::<u8>().add(h.payload).cast(), h.src);
+        let h = std::ptr::read(src.cast::<H>());
+        std::ptr::write(dest.cast::<H>(), h);
+        let t = h.task();
+        if let Some(copy) = t.copy {
+            copy(dest.cast::<u8>().add(t.payload).cast(), t.src);
         }
     }
+}
+
+/// Writes `header` at the start of `block` and, without a copy function (libgomp then copies
+/// the whole block), the program's `size` bytes at `data` after it, at the header's
+/// `payload`. Returns the copy function to give libgomp.
+///
+/// # Safety
+/// `block` has room for `payload + size` bytes and is aligned for `H`; `data` is readable for
+/// `size` bytes (or null with `size` 0).
+unsafe fn fill_block<H: BlockHeader>(block: *mut u8, header: H, size: usize) -> Option<CopyFn> {
+    let t = *header.task();
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        std::ptr::write(block.cast::<H>(), header);
+        if t.copy.is_none() && size > 0 && !t.src.is_null() {
+            std::ptr::copy_nonoverlapping(t.src.cast::<u8>(), block.add(t.payload), size);
+        }
+    }
+    t.copy.map(|_| copy_block::<H> as CopyFn)
 }
 
 /// Interposed `GOMP_task` (gcc 11 and later: with `detach`).
@@ -240,14 +279,9 @@ pub unsafe extern "C" fn GOMP_task(
         deps,
         ndeps,
     };
-    // SAFETY: `block` has room for the header and `size` bytes after `payload`; without a
-    // copy function libgomp copies the whole block, so the program's block goes in too.
-    unsafe {
-        std::ptr::write(block.cast::<TaskHeader>(), header);
-        if copy.is_none() && size > 0 && !data.is_null() {
-            std::ptr::copy_nonoverlapping(data.cast::<u8>(), block.add(payload), size);
-        }
-    }
+    // SAFETY: `block` was allocated with room for the header and `size` bytes after
+    // `payload`, aligned for the header; `data` is the program's block of `size` bytes.
+    let block_copy = unsafe { fill_block(block, header, size) };
     task_order::task_created(id);
     // SAFETY: our function and block in place of the program's, same flags and dependences;
     // the block outlives the call (libgomp copies it or runs the task before returning).
@@ -255,7 +289,7 @@ pub unsafe extern "C" fn GOMP_task(
         real_task()(
             run_task,
             block.cast(),
-            copy.map(|_| copy_task as CopyFn),
+            block_copy,
             (payload + size) as c_long,
             align as c_long,
             if_clause,
@@ -299,21 +333,6 @@ extern "C" fn run_loop_task(p: *mut c_void) {
     task_order::task_completed(h.task.parent, h.task.group, &[]);
     if let (Some(outer), Some(st)) = (outer, thread::current()) {
         (st.task, st.group) = outer;
-    }
-}
-
-/// The copy function given to libgomp for a taskloop whose program has one: copies the loop
-/// header from our block `src` to `dest` and the program's block with the program's function
-/// (libgomp writes the bounds after it).
-extern "C" fn copy_loop_task(dest: *mut c_void, src: *mut c_void) {
-    // SAFETY: `src` is the block `taskloop` made (a loop header first), `dest` the task's
-    // block of the size and alignment it asked for.
-    unsafe {
-        let h = std::ptr::read(src.cast::<LoopHeader>());
-        std::ptr::write(dest.cast::<LoopHeader>(), h);
-        if let Some(copy) = h.task.copy {
-            copy(dest.cast::<u8>().add(h.task.payload).cast(), h.task.src);
-        }
     }
 }
 
@@ -376,19 +395,13 @@ fn loop_block(
             ndeps: 0,
         },
     };
-    // SAFETY: `block` has room for the header and `size` bytes after `payload`; without a
-    // copy function libgomp copies the whole block, so the program's block goes in too.
-    unsafe {
-        std::ptr::write(block.cast::<LoopHeader>(), header);
-        if copy.is_none() {
-            std::ptr::copy_nonoverlapping(data.cast::<u8>(), block.add(payload), size);
-        }
-    }
+    // SAFETY: as in `GOMP_task` (`data` is not null, checked above).
+    let copy = unsafe { fill_block(block, header, size) };
     task_order::task_created(id);
     Some(LoopBlock {
         block,
         layout,
-        copy: copy.map(|_| copy_loop_task as CopyFn),
+        copy,
         parent,
     })
 }
