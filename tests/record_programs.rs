@@ -396,6 +396,25 @@ fn tasks_ordered_by_taskwait_depend_or_taskgroup_are_not_concurrent() {
                 }
                 assert!(apart, "{what}: the tasks never ran on different threads");
             }
+            // With cancellation enabled the shim has no join barrier of its own and tasks
+            // still queued at a region's end run after its recorded end: they are not ordered
+            // then (ordered, the trace did not replay: every gcc run, review 2026-11-29).
+            let trace = dir.path().join(format!("{name}-cancellation.cstrace"));
+            let out = run_ok(
+                record_command(&trace, &prog, &["taskloop"])
+                    .env("OMP_NUM_THREADS", "2")
+                    .env("OMP_CANCELLATION", "true"),
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stdout).ends_with("2000000 2000000\n"),
+                "{name} with cancellation"
+            );
+            let sim = cli(&["simulate", trace.to_str().unwrap()]);
+            assert!(
+                sim.status.success(),
+                "{name} with cancellation: {}",
+                stderr(&sim)
+            );
         }
     }
 }
@@ -684,6 +703,48 @@ fn a_stop_signal_while_threads_hand_buffers_over_keeps_every_stream_whole() {
             partial.to_str().unwrap(),
         ]);
         assert!(sim.status.success(), "round {round}: {}", stderr(&sim));
+    }
+}
+
+#[test]
+fn an_openmp_program_stopped_in_its_barriers_leaves_a_trace_that_replays() {
+    // OpenMP barriers are recorded once their wait is over (gcc), and LLVM libomp's fork is
+    // recorded by the primary thread before the workers are seen in the region: a stop
+    // signal landing while a thread waits leaves a partner that got through without the
+    // waiting thread's arrival. Until 2026-11-29 replay refused such traces (a review: 5 of
+    // 8 SIGINTs with gcc, 1 of 6 with clang); now the barrier is left when every missing
+    // participant's stream was cut off.
+    let dir = tempfile::tempdir().unwrap();
+    for compiler in compilers() {
+        let prog = build(
+            dir.path(),
+            format!("omp-stopped-{compiler}"),
+            compiler,
+            source("omp_regions_until_stopped.c").as_path(),
+            &["-O2", "-g", "-fopenmp"],
+        );
+        for round in 0..4u64 {
+            let what = format!("{compiler} round {round}");
+            let trace = dir
+                .path()
+                .join(format!("stopped-{compiler}-{round}.cstrace"));
+            let report = dir.path().join(format!("pid-{compiler}-{round}"));
+            let mut child = record_command(&trace, &prog, &[report.to_str().unwrap()])
+                .spawn()
+                .unwrap();
+            let pid: i32 = wait_for_report(&mut child, &report).trim().parse().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100 + 70 * round));
+            run_ok(Command::new("kill").args(["-INT", &pid.to_string()]));
+            let status = child.wait().unwrap();
+            assert_eq!(status.code(), Some(128 + 2), "{what}");
+            let partial = dir
+                .path()
+                .join(format!("stopped-{compiler}-{round}.cstrace.partial"));
+            let verified = cachescope_schema::verify_file(&partial).unwrap();
+            assert!(verified.ok(), "{what}: {:?}", verified.problem());
+            let sim = cli(&["simulate", partial.to_str().unwrap()]);
+            assert!(sim.status.success(), "{what}: {}", stderr(&sim));
+        }
     }
 }
 

@@ -23,7 +23,10 @@
 //! called `exit`, a signal ended it), so no partner's event ever came. There the waits are
 //! released, at the latest clock of any thread, so that every recovered event is still ordered.
 //! (A thread whose stream ends inside a barrier waits for nothing: it is done with it when
-//! its stream ends, and the others leave once every participant is done.)
+//! its stream ends, and the others leave once every participant is done.) Likewise when every
+//! waiting thread waits to leave a barrier whose missing participants' streams were cut (ended
+//! without `ThreadExit`) before their arrival: the recording stopped after they arrived but
+//! before the arrival was recorded.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -68,6 +71,9 @@ struct ThreadState {
     /// The barrier episodes the thread entered and has not left, innermost last: (barrier,
     /// generation). A task run in a barrier may enter a barrier of its own (a nested team's).
     episodes: Vec<(u64, u64)>,
+    /// The stream had its `ThreadExit` (a stream that ends without one was cut: the program
+    /// ended, or a stop signal ended it, while the thread ran).
+    exited: bool,
 }
 
 /// Barrier episodes one thread may be inside at once (a task run in a barrier may enter a
@@ -159,6 +165,7 @@ impl MergedEvents {
                     clock: 0,
                     wait: Wait::Runnable,
                     episodes: Vec::new(),
+                    exited: false,
                 }
             })
             .collect();
@@ -215,6 +222,41 @@ impl MergedEvents {
             );
         }
         woke
+    }
+
+    /// Whether some thread waits and every waiting thread waits to leave a barrier whose
+    /// missing participants can no longer come: at least as many threads' streams were cut
+    /// (ended without `ThreadExit`) outside its episode as participants are missing. A stop
+    /// signal ended the program after such a partner arrived but before its arrival was
+    /// recorded (an OpenMP runtime's barrier is recorded once its wait is over; LLVM libomp's
+    /// fork is recorded by the primary thread before the workers are seen in the region).
+    fn arrivals_cut(&self) -> bool {
+        let mut waiting = false;
+        for t in &self.threads {
+            match t.wait {
+                Wait::Runnable | Wait::Done => {}
+                Wait::Barrier(b) => {
+                    let Some(st) = self.barriers.get(&b) else {
+                        return false;
+                    };
+                    let missing = (st.participants as usize).saturating_sub(st.arrived.len());
+                    let cut = self
+                        .threads
+                        .iter()
+                        .enumerate()
+                        .filter(|&(j, u)| {
+                            u.wait == Wait::Done && !u.exited && !st.arrived.contains(&j)
+                        })
+                        .count();
+                    if missing == 0 || cut < missing {
+                        return false;
+                    }
+                    waiting = true;
+                }
+                _ => return false,
+            }
+        }
+        waiting
     }
 
     /// Whether some thread waits and every waiting thread's stream ends with the event it
@@ -391,7 +433,10 @@ impl MergedEvents {
                     tracing::warn!("thread {tid} joins thread {child}, which has no events");
                 }
             }
-            Event::ThreadExit => self.thread_exited(i),
+            Event::ThreadExit => {
+                self.threads[i].exited = true;
+                self.thread_exited(i);
+            }
             Event::LockAcquire { lock, order } => {
                 let st = self.locks.entry(lock).or_default();
                 if st.holder.is_none() && st.next_order == order {
@@ -568,6 +613,14 @@ impl MergedEvents {
             }
             if self.ended_while_waiting()
                 && self.release_waits("the program ended while threads waited")
+            {
+                on_release(self);
+                continue;
+            }
+            if self.arrivals_cut()
+                && self.release_waits(
+                    "the program ended before a barrier partner's arrival was recorded",
+                )
             {
                 on_release(self);
                 continue;

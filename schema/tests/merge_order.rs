@@ -317,6 +317,46 @@ fn threads_whose_streams_end_at_a_barrier_the_program_left_are_released() {
 }
 
 #[test]
+fn a_barrier_whose_partners_arrival_was_cut_off_is_left() {
+    // A stop signal ended the program while thread 1 waited in a barrier thread 0 had got
+    // through (so thread 1 had arrived): an OpenMP runtime's barrier is recorded once the
+    // wait is over, so thread 1's stream ends before its arrival, without `ThreadExit`.
+    // Until 2026-11-29 such traces were refused as unsatisfiable (a review's OpenMP programs
+    // stopped by SIGINT: 5 of 8 recordings).
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(5), ENTER2, LEAVE, Event::load(0x40, 8)],
+            vec![adv(7), Event::load(0x80, 8)],
+        ],
+    );
+    let (ev, err) = one_by_one(&f);
+    assert_eq!(err, None);
+    assert_eq!(ev.len(), 6);
+    assert_eq!(
+        access_time(&ev, 0x40),
+        Some(7),
+        "left when nothing else could run"
+    );
+    for max in [1, 2, 3, 5, 64] {
+        assert!(batched(&f, max) == (ev.clone(), None), "batches of {max}");
+    }
+    assert_windows_equal_merge(&f, &(ev, None), "a partner's arrival cut off");
+    // A partner whose stream ended with its `ThreadExit` never arrived: that trace is
+    // inconsistent, as before.
+    let (_d, f) = trace(
+        TimeUnit::Instructions,
+        &[
+            vec![adv(5), ENTER2, LEAVE, Event::load(0x40, 8)],
+            vec![adv(7), Event::ThreadExit],
+        ],
+    );
+    let err = f.merged().unwrap().find_map(Result::err).unwrap();
+    assert_eq!(err.kind, ErrorKind::Deadlock);
+    assert!(err.message.contains("(1 of 2 arrived)"), "{err}");
+}
+
+#[test]
 fn release_without_acquire_is_inconsistent() {
     let (_d, f) = trace(
         TimeUnit::Instructions,
@@ -704,7 +744,8 @@ fn batches_equal_single_events() {
         TimeUnit::Instructions,
         &[
             vec![ld(0), adv(2), enter, leave],
-            vec![ld(8), ld(16), adv(9), ld(24)],
+            // Ended (not cut off) without arriving: the barrier can never be left.
+            vec![ld(8), ld(16), adv(9), ld(24), Event::ThreadExit],
         ],
     );
     let single = one_by_one(&f);

@@ -133,8 +133,7 @@ extern "C" fn run_region(p: *mut c_void) {
     // parallel` cut short leaves libgomp's barrier count off by one, and a barrier of ours
     // would hang there or in the join (review, 2026-11-29); such a program's tasks left at
     // the region's end are recorded after it, as before.
-    // SAFETY: libgomp is loaded (it called us).
-    if unsafe { real_get_cancellation()() } == 0 {
+    if !cancellation() {
         // SAFETY: as above.
         gomp_barrier(team.barrier, size, || unsafe { real_barrier()() });
     } else {
@@ -147,6 +146,14 @@ extern "C" fn run_region(p: *mut c_void) {
             st.task = outer;
         }
     }
+}
+
+/// Whether the program runs with OpenMP cancellation enabled (`OMP_CANCELLATION=true`): the
+/// shim then has no join barrier of its own, tasks still queued at a region's end run after
+/// its recorded end, and explicit tasks are not ordered (`gomp_tasks.rs`).
+pub(crate) fn cancellation() -> bool {
+    // SAFETY: libgomp is loaded (the program called one of its functions, which called us).
+    unsafe { real_get_cancellation()() != 0 }
 }
 
 /// Runs `fork` with the outlined function wrapped, when recording.

@@ -18,7 +18,10 @@
 //! program's function. The taskloop's creation is one source that each of its tasks starts
 //! after; each completes like a child of the encountering task, and the end of the
 //! taskloop's implicit taskgroup (unless `nogroup`) waits for the children. A taskloop with
-//! a `reduction` (libgomp reads the program's block itself then) is passed through unchanged.
+//! a `reduction` (libgomp reads the program's block itself then) or a block aligned to more
+//! than 64 bytes is passed through unchanged. With `OMP_CANCELLATION=true` no task is
+//! ordered: the shim then has no join barrier of its own, tasks still queued at a region's
+//! end run after its recorded end, and order points there would make the trace unreplayable.
 
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -243,7 +246,12 @@ pub unsafe extern "C" fn GOMP_task(
         return forward();
     };
     let align = usize::try_from(arg_align).unwrap_or(1).max(8);
-    if !detach.is_null() || size > 1 << 30 || align > 4096 || !align.is_power_of_two() {
+    if !detach.is_null()
+        || size > 1 << 30
+        || align > 4096
+        || !align.is_power_of_two()
+        || crate::gomp::cancellation()
+    {
         return forward();
     }
     let payload = std::mem::size_of::<TaskHeader>().next_multiple_of(align);
@@ -360,8 +368,14 @@ fn loop_block(
     let size = usize::try_from(arg_size).ok()?;
     let align = usize::try_from(arg_align).unwrap_or(1).max(8);
     // The program's block holds at least its two bound words; a reduction's is read by
-    // libgomp itself.
-    if flags & FLAG_REDUCTION != 0 || !(16..=1 << 30).contains(&size) || align > 4096 {
+    // libgomp itself. A larger alignment would cost each task that much more room, also on
+    // the stack, where libgomp copies every undeferred task's block (a review's taskloop of
+    // 600 tasks with an `alignas(4096)` firstprivate ran natively and overflowed the stack
+    // recorded).
+    if flags & FLAG_REDUCTION != 0 || !(16..=1 << 30).contains(&size) || align > 64 {
+        return None;
+    }
+    if crate::gomp::cancellation() {
         return None;
     }
     if !align.is_power_of_two() || data.is_null() {

@@ -7,6 +7,7 @@
 //! while the lock is held, so it is the real order); replay aligns clocks with it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use cachescope_schema::event::{ORDER_OBJECT, ORDER_SINK_MARK};
@@ -150,11 +151,27 @@ struct Start {
     start: StartFn,
     arg: *mut c_void,
     tid: ThreadId,
+    /// Set by the creating thread once it recorded the creation (its last use of this box).
+    recorded: AtomicBool,
 }
 
 extern "C" fn start_thread(p: *mut c_void) -> *mut c_void {
     // SAFETY: `p` is the `Start` boxed by `pthread_create` below, handed to exactly this thread.
     let s = unsafe { Box::from_raw(p.cast::<Start>()) };
+    // The creation is recorded first: a trace cut by a stop signal must never hold this
+    // thread's `ThreadStart` without it (until 2026-11-29 the child could record before its
+    // creator did, and 1 recording of 12 stopped by SIGTERM could not be replayed: "thread N
+    // waits to be created"). The creator sets the flag right after `real_create` returns.
+    let mut spins = 0u32;
+    while !s.recorded.load(Ordering::Acquire) {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::sched_yield() };
+        }
+    }
     thread::assign_tid(s.tid);
     if let Some(st) = thread::current() {
         st.push(Event::ThreadStart);
@@ -181,13 +198,14 @@ pub unsafe extern "C" fn pthread_create(
         stack::record(st);
     }
     let tid = recorder::next_tid();
-    let boxed = st.quiet(|_| Box::into_raw(Box::new(Start { start, arg, tid })));
-    // Recorded before the child exists: a trace cut by a stop signal must never hold the
-    // child's `ThreadStart` without it (the child may record before `real_create` returns
-    // here; until 2026-11-29, 1 recording of 12 stopped by SIGTERM could not be replayed:
-    // "thread N waits to be created"). If the creation fails, the id gets no events, which
-    // replay and the audit take as a thread that did nothing.
-    st.push(Event::ThreadCreate { child: tid });
+    let boxed = st.quiet(|_| {
+        Box::into_raw(Box::new(Start {
+            start,
+            arg,
+            tid,
+            recorded: AtomicBool::new(false),
+        }))
+    });
     // SAFETY: the caller's arguments, with our start routine and its boxed context.
     let rc = unsafe { real_create()(th, attr, start_thread, boxed.cast()) };
     if rc != 0 {
@@ -197,10 +215,16 @@ pub unsafe extern "C" fn pthread_create(
     }
     // SAFETY: on success pthread_create stored the handle in `*th`.
     let handle: u64 = unsafe { *th };
-    st.quiet(|_| {
+    // With the thread busy: a signal handler that jumps away meanwhile would leave the child
+    // waiting forever.
+    st.quiet(|st| {
         lock(&THREAD_IDS)
             .get_or_insert_with(HashMap::new)
-            .insert(handle, tid)
+            .insert(handle, tid);
+        st.push(Event::ThreadCreate { child: tid });
+        // SAFETY: the child frees the box only after it saw this store (`start_thread`);
+        // nothing here touches the box after it.
+        unsafe { (*boxed).recorded.store(true, Ordering::Release) };
     });
     rc
 }
