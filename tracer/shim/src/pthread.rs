@@ -164,12 +164,16 @@ extern "C" fn start_thread(p: *mut c_void) -> *mut c_void {
     // waits to be created"). The creator sets the flag right after `real_create` returns.
     let mut spins = 0u32;
     while !s.recorded.load(Ordering::Acquire) {
-        spins += 1;
+        spins = spins.saturating_add(1);
         if spins < 64 {
             std::hint::spin_loop();
-        } else {
+        } else if spins < 128 {
             // SAFETY: sched_yield has no preconditions.
             unsafe { libc::sched_yield() };
+        } else {
+            // Sleeping, not yielding: a child of higher real-time priority on the creator's
+            // CPU would otherwise never let it run.
+            std::thread::sleep(std::time::Duration::from_micros(50));
         }
     }
     thread::assign_tid(s.tid);
