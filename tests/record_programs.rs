@@ -420,6 +420,39 @@ fn tasks_ordered_by_taskwait_depend_or_taskgroup_are_not_concurrent() {
 }
 
 #[test]
+fn a_taskloop_libgomp_runs_at_once_needs_no_more_stack_recorded() {
+    // libgomp runs a taskloop of more tasks than it queues on the calling thread, after
+    // copying every task's block onto the stack. Until 2026-11-29 the recorder's bigger
+    // blocks overflowed an 8 MiB stack at 21,742 such tasks where the program ran natively
+    // up to 28,310 (review); such loops now keep the program's blocks.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "taskloop-stack",
+        "g++",
+        source("omp_taskloop_stack.cpp").as_path(),
+        &["-O2", "-g", "-fopenmp"],
+    );
+    let trace = dir.path().join("taskloop-stack.cstrace");
+    support::ensure_shim();
+    let command = format!(
+        "ulimit -s 8192 && exec '{}' record -o '{}' -- '{}' 25000",
+        support::cachescope().display(),
+        trace.display(),
+        prog.display()
+    );
+    let o = Command::new("bash")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "n=25000 sum=312624996\n"
+    );
+}
+
+#[test]
 fn nest_locks_and_ordered_sections_are_locks_with_either_runtime() {
     // gcc's libgomp recorded neither (the replay ran the ordered sections and the nest-locked
     // updates of both threads at once); LLVM libomp's nest locks came through OMPT.

@@ -156,6 +156,14 @@ pub(crate) fn cancellation() -> bool {
     unsafe { real_get_cancellation()() != 0 }
 }
 
+/// The number of threads in the calling thread's current team (1 outside a region).
+pub(crate) fn team_size() -> u32 {
+    // SAFETY: libgomp is loaded (the program called one of its functions, which called us).
+    u32::try_from(unsafe { real_num_threads()() })
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// Runs `fork` with the outlined function wrapped, when recording.
 fn fork(f: OutlinedFn, data: *mut c_void, fork: impl FnOnce(OutlinedFn, *mut c_void)) {
     let Some(st) = thread::current() else {

@@ -17,7 +17,8 @@
 //! block; [`run_loop_task`] moves the two words into the program's block before it runs the
 //! program's function. The taskloop's creation is one source that each of its tasks starts
 //! after; each completes like a child of the encountering task, and the end of the
-//! taskloop's implicit taskgroup (unless `nogroup`) waits for the children. A taskloop with
+//! taskloop's implicit taskgroup (unless `nogroup`) waits for the children. A taskloop that
+//! libgomp surely runs at once on the calling thread ([`undeferred`]) keeps its block. One with
 //! a `reduction` (libgomp reads the program's block itself then) or a block aligned to more
 //! than 64 bytes is passed through unchanged. With `OMP_CANCELLATION=true` no task is
 //! ordered: the shim then has no join barrier of its own, tasks still queued at a region's
@@ -37,6 +38,11 @@ type CopyFn = extern "C" fn(*mut c_void, *mut c_void);
 
 /// `GOMP_TASK_FLAG_DEPEND`: `depend` lists the task's dependences.
 const FLAG_DEPEND: c_uint = 1 << 3;
+/// `GOMP_TASK_FLAG_UP`: a taskloop counts up; `GOMP_TASK_FLAG_GRAINSIZE`: its `num_tasks`
+/// argument is a grain size; `GOMP_TASK_FLAG_IF`: its `if` clause is true (or absent).
+const FLAG_UP: c_uint = 1 << 8;
+const FLAG_GRAINSIZE: c_uint = 1 << 9;
+const FLAG_IF: c_uint = 1 << 10;
 /// `GOMP_TASK_FLAG_NOGROUP`: a taskloop without its implicit taskgroup.
 const FLAG_NOGROUP: c_uint = 1 << 11;
 /// `GOMP_TASK_FLAG_REDUCTION`: a taskloop with a `reduction` (libgomp reads the program's
@@ -434,6 +440,50 @@ fn loop_done(b: LoopBlock, flags: c_uint) {
     }
 }
 
+/// A taskloop's iteration count, as libgomp computes it (bounds and step as 128-bit values;
+/// 0 for a zero step).
+fn iterations(start: i128, end: i128, step: i128, up: bool) -> u64 {
+    let n = match (up, step) {
+        (_, 0) => 0,
+        (true, _) if start < end => (end - start + step - 1) / step,
+        (false, _) if start > end => (start - end - step - 1) / -step,
+        _ => 0,
+    };
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Whether libgomp surely runs a taskloop's tasks at once, one after the other, on the calling
+/// thread: with `if(0)`, or with more tasks than 64 per member of the team (libgomp's limit
+/// on queued tasks). Its tasks then need no order of their own (the calling thread's is
+/// theirs), and wrapping them would only cost room: with a copy function libgomp copies every
+/// such task's block onto the stack (a review's `grainsize(1)` loop of 25,000 tasks ran
+/// natively and overflowed the stack recorded).
+fn undeferred(flags: c_uint, num_tasks: u64, iterations: u64) -> bool {
+    if flags & FLAG_IF == 0 {
+        return true;
+    }
+    let tasks = if flags & FLAG_GRAINSIZE != 0 {
+        iterations / num_tasks.max(1)
+    } else {
+        num_tasks.min(iterations)
+    };
+    tasks > 64 * u64::from(crate::gomp::team_size())
+}
+
+/// Runs an undeferred taskloop (see [`undeferred`]) as the program called it; the code after
+/// it (unless `nogroup`) follows what its tasks created, as after any taskloop.
+fn undeferred_loop(flags: c_uint, run: impl FnOnce()) {
+    let grouped = flags & FLAG_NOGROUP == 0;
+    if let Some(st) = thread::current().filter(|_| grouped) {
+        task_order::group_opened(st);
+    }
+    run();
+    if let Some(st) = thread::current().filter(|_| grouped) {
+        task_order::children_waited(st.task);
+        task_order::group_ended(st);
+    }
+}
+
 macro_rules! taskloop_entry {
     ($name:ident, $real:ident, $t:ty) => {
         #[doc = concat!("Interposed `", stringify!($name), "` (see the module doc).")]
@@ -452,14 +502,28 @@ macro_rules! taskloop_entry {
             end: $t,
             step: $t,
         ) {
-            let Some(b) = loop_block(func, data, copy, arg_size, arg_align, flags) else {
+            let forward = || {
                 // SAFETY: the caller's arguments, unchanged.
-                return unsafe {
+                unsafe {
                     $real()(
                         func, data, copy, arg_size, arg_align, flags, num_tasks, priority, start,
                         end, step,
                     )
-                };
+                }
+            };
+            // The step is signed for either type (libgomp's `_ull` loops count down with a
+            // negative step in an unsigned word).
+            let n = iterations(
+                start as i128,
+                end as i128,
+                i128::from(step as i64),
+                flags & FLAG_UP != 0,
+            );
+            if thread::current().is_some() && undeferred(flags, num_tasks as u64, n) {
+                return undeferred_loop(flags, forward);
+            }
+            let Some(b) = loop_block(func, data, copy, arg_size, arg_align, flags) else {
+                return forward();
             };
             // SAFETY: our function, block and copy function in place of the program's (the
             // block's size and alignment from its layout), the rest unchanged; the block
