@@ -356,7 +356,6 @@ struct LoopBlock {
     block: *mut u8,
     layout: Layout,
     copy: Option<CopyFn>,
-    parent: u64,
 }
 
 /// Makes the block for a taskloop of the calling task (see the module doc), records the
@@ -422,7 +421,6 @@ fn loop_block(
         block,
         layout,
         copy,
-        parent,
     })
 }
 
@@ -433,7 +431,6 @@ fn loop_done(b: LoopBlock, flags: c_uint) {
     // ran them) before returning.
     thread::quietly(|| unsafe { std::alloc::dealloc(b.block, b.layout) });
     if flags & FLAG_NOGROUP == 0 {
-        task_order::children_waited(b.parent);
         if let Some(st) = thread::current() {
             task_order::group_ended(st);
         }
@@ -479,7 +476,6 @@ fn undeferred_loop(flags: c_uint, run: impl FnOnce()) {
     }
     run();
     if let Some(st) = thread::current().filter(|_| grouped) {
-        task_order::children_waited(st.task);
         task_order::group_ended(st);
     }
 }
@@ -578,7 +574,6 @@ pub unsafe extern "C" fn GOMP_taskgroup_end() {
     // SAFETY: forwarding.
     unsafe { real_taskgroup_end()() };
     if let Some(st) = thread::current() {
-        task_order::children_waited(st.task);
         task_order::group_ended(st);
     }
 }

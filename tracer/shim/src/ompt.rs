@@ -627,12 +627,8 @@ unsafe extern "C" fn on_sync_region(
                 (SYNC_TASKGROUP, SCOPE_BEGIN) => {
                     task_order::group_opened(st);
                 }
-                (_, SCOPE_END) => {
-                    task_order::children_waited(st.task);
-                    if kind == SYNC_TASKGROUP {
-                        task_order::group_ended(st);
-                    }
-                }
+                (SYNC_TASKGROUP, SCOPE_END) => task_order::group_ended(st),
+                (_, SCOPE_END) => task_order::children_waited(st.task),
                 _ => {}
             }
         }

@@ -498,12 +498,11 @@ impl Output {
         // Buffers taken before the collection and not yet queued hold earlier events than the
         // threads' current ones: they go first. Until 2026-11-29 the writer emptied the queue
         // and took the current buffers, and a buffer still on its way was lost.
-        let deadline = std::time::Instant::now() + HANDOVER_WAIT;
-        while thread::handovers() > 0 && std::time::Instant::now() < deadline {
+        await_handovers(|| {
             if let Ok(msg) = rx.recv_timeout(Duration::from_millis(1)) {
                 self.handle(msg);
             }
-        }
+        });
         while let Ok(msg) = rx.try_recv() {
             self.handle(msg);
         }
@@ -562,6 +561,15 @@ impl Output {
     }
 }
 
+/// Runs `pause` until no thread is handing a buffer to the writer any more, or for at most
+/// [`HANDOVER_WAIT`] (after [`thread::collect_all`], no new hand-over begins).
+fn await_handovers(mut pause: impl FnMut()) {
+    let deadline = std::time::Instant::now() + HANDOVER_WAIT;
+    while thread::handovers() > 0 && std::time::Instant::now() < deadline {
+        pause();
+    }
+}
+
 /// Ends recording: hands every thread's remaining events to the writer, writes the trailer and
 /// waits for the file to be complete. Idempotent; does nothing in a forked child.
 pub(crate) fn finish() {
@@ -573,10 +581,7 @@ pub(crate) fn finish() {
     let current = thread::collect_all();
     // As in `Output::take_everything`: the buffers still being handed over first (the
     // writer takes them from the queue meanwhile).
-    let deadline = std::time::Instant::now() + HANDOVER_WAIT;
-    while thread::handovers() > 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    await_handovers(|| std::thread::sleep(Duration::from_millis(1)));
     for (tid, events, done) in current {
         send(Msg::Events(tid, events));
         if done {

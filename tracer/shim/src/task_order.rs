@@ -75,8 +75,9 @@ pub(crate) fn group_opened(st: &mut ThreadState) -> u64 {
 }
 
 /// The thread's innermost open taskgroup ended (after its wait): the code after it follows
-/// the group's tasks and their descendants.
+/// the running task's children and the group's tasks with their descendants.
 pub(crate) fn group_ended(st: &mut ThreadState) {
+    children_waited(st.task);
     let Some(outer) = st.outer_groups.pop() else {
         return;
     };
